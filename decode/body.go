@@ -1,0 +1,238 @@
+package decode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// API keys whose bodies the rules read.
+const (
+	KeyJoinGroup                 int16 = 11
+	KeySaslHandshake             int16 = 17
+	KeyApiVersions               int16 = 18
+	KeySaslAuthenticate          int16 = 36
+	KeyConsumerGroupHeartbeat    int16 = 68
+	KeyGetTelemetrySubscriptions int16 = 71
+	KeyPushTelemetry             int16 = 72
+)
+
+// Error codes the decoder itself needs.
+const (
+	ErrNone               int16 = 0
+	ErrUnsupportedVersion int16 = 35
+)
+
+// Body holds the fields the rules read from one request or response body.
+// Only the fields of the message's API are set; HasBody says whether the
+// body was decoded at all. Record bytes, SASL tokens and telemetry metric
+// payloads are never kept.
+type Body struct {
+	// Request bodies of GetTelemetrySubscriptions and PushTelemetry v0, and
+	// the GetTelemetrySubscriptions v0 response: the ClientInstanceId field.
+	InstanceID    UUID
+	HasInstanceID bool
+	// PushTelemetry request.
+	SubscriptionID int32
+	Terminating    bool
+	// JoinGroup and ConsumerGroupHeartbeat.
+	GroupID         string
+	MemberID        string
+	GroupInstanceID *string
+	MemberEpoch     int32
+	GenerationID    int32
+	// ApiVersions response: the broker's range per key.
+	APIVersions []VersionRange
+	// SaslHandshake request: the mechanism.
+	Mechanism string
+}
+
+// VersionRange is one entry of an ApiVersions response.
+type VersionRange struct {
+	Key        int16
+	MinVersion int16
+	MaxVersion int16
+}
+
+// wantsBody reports whether the decoder buffers and decodes the whole frame
+// of this API: the keys above, nothing else (record bytes are skipped).
+func wantsBody(key int16) bool {
+	switch key {
+	case KeyJoinGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
+		KeyGetTelemetrySubscriptions, KeyPushTelemetry:
+		return true
+	}
+	return false
+}
+
+// decodeRequestBody decodes the body of a request the rules read.
+func decodeRequestBody(key, version int16, b []byte) (Body, error) {
+	var body Body
+	switch key {
+	case KeyGetTelemetrySubscriptions:
+		if version >= 1 { // v1 has no body fields but tags (seed 001)
+			return body, checkTagsOnly(b)
+		}
+		var r kmsg.GetTelemetrySubscriptionsRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.InstanceID, body.HasInstanceID = r.ClientInstanceID, true
+	case KeyPushTelemetry:
+		if version >= 1 { // v1: the v0 body without ClientInstanceId
+			return decodePushTelemetryV1(b)
+		}
+		var r kmsg.PushTelemetryRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.InstanceID, body.HasInstanceID = r.ClientInstanceID, true
+		body.SubscriptionID, body.Terminating = r.SubscriptionID, r.Terminating
+	case KeyJoinGroup:
+		var r kmsg.JoinGroupRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
+	case KeyConsumerGroupHeartbeat:
+		var r kmsg.ConsumerGroupHeartbeatRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
+		body.MemberEpoch = r.MemberEpoch
+	case KeySaslHandshake:
+		var r kmsg.SASLHandshakeRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.Mechanism = r.Mechanism
+	}
+	return body, nil
+}
+
+// decodeResponseBody decodes the body of a response the rules read and
+// returns its top-level error code (hasCode false where it has none).
+func decodeResponseBody(key, version int16, b []byte) (body Body, code int16, hasCode bool, err error) {
+	switch key {
+	case KeyApiVersions:
+		var r kmsg.ApiVersionsResponse
+		r.SetVersion(version)
+		if err = r.ReadFrom(b); err != nil && version > 0 {
+			// A broker that does not support the version asked for answers
+			// with a v0 body carrying UNSUPPORTED_VERSION.
+			r = kmsg.ApiVersionsResponse{}
+			r.SetVersion(0)
+			if r.ReadFrom(b) == nil && r.ErrorCode == ErrUnsupportedVersion {
+				err = nil
+			}
+		}
+		if err != nil {
+			return body, 0, false, err
+		}
+		for _, k := range r.ApiKeys {
+			body.APIVersions = append(body.APIVersions, VersionRange{k.ApiKey, k.MinVersion, k.MaxVersion})
+		}
+		return body, r.ErrorCode, true, nil
+	case KeyGetTelemetrySubscriptions:
+		if version >= 1 {
+			code, err = leadingErrorCode(b)
+			return body, code, err == nil, err
+		}
+		var r kmsg.GetTelemetrySubscriptionsResponse
+		r.SetVersion(version)
+		if err = r.ReadFrom(b); err != nil {
+			return body, 0, false, err
+		}
+		body.InstanceID, body.HasInstanceID = r.ClientInstanceID, true
+		body.SubscriptionID = r.SubscriptionID
+		return body, r.ErrorCode, true, nil
+	case KeyPushTelemetry:
+		code, err = leadingErrorCode(b)
+		return body, code, err == nil, err
+	case KeyJoinGroup:
+		var r kmsg.JoinGroupResponse
+		r.SetVersion(version)
+		if err = r.ReadFrom(b); err != nil {
+			return body, 0, false, err
+		}
+		body.MemberID, body.GenerationID = r.MemberID, r.Generation
+		return body, r.ErrorCode, true, nil
+	case KeyConsumerGroupHeartbeat:
+		var r kmsg.ConsumerGroupHeartbeatResponse
+		r.SetVersion(version)
+		if err = r.ReadFrom(b); err != nil {
+			return body, 0, false, err
+		}
+		if r.MemberID != nil {
+			body.MemberID = *r.MemberID
+		}
+		body.MemberEpoch = r.MemberEpoch
+		return body, r.ErrorCode, true, nil
+	case KeySaslHandshake:
+		var r kmsg.SASLHandshakeResponse
+		r.SetVersion(version)
+		if err = r.ReadFrom(b); err != nil {
+			return body, 0, false, err
+		}
+		return body, r.ErrorCode, true, nil
+	}
+	return body, 0, false, nil
+}
+
+// leadingErrorCode reads the ThrottleTimeMs int32, ErrorCode int16 prefix
+// that GetTelemetrySubscriptions v1 and PushTelemetry responses start with.
+func leadingErrorCode(b []byte) (int16, error) {
+	if len(b) < 6 {
+		return 0, errors.New("response body shorter than throttle time and error code")
+	}
+	return int16(binary.BigEndian.Uint16(b[4:])), nil
+}
+
+// decodePushTelemetryV1 reads a PushTelemetry v1 request: SubscriptionId
+// int32, Terminating bool, CompressionType int8, Metrics compact bytes,
+// tags. The metrics are passed over, never kept.
+func decodePushTelemetryV1(b []byte) (Body, error) {
+	var body Body
+	if len(b) < 6 {
+		return body, errors.New("PushTelemetry v1 body too short")
+	}
+	body.SubscriptionID = int32(binary.BigEndian.Uint32(b))
+	body.Terminating = b[4] != 0
+	n := 6
+	l, k := uvarint(b[n:])
+	if k <= 0 {
+		return body, errors.New("PushTelemetry v1 metrics length")
+	}
+	n += k
+	if l > 0 {
+		if uint64(len(b)-n) < l-1 {
+			return body, fmt.Errorf("PushTelemetry v1 metrics of %d bytes run past the frame", l-1)
+		}
+		n += int(l - 1)
+	}
+	return body, checkTagsOnly(b[n:])
+}
+
+// checkTagsOnly requires b to be exactly one tagged-field section.
+func checkTagsOnly(b []byte) error {
+	var c int
+	n, err := skipTaggedFields(b, &c)
+	if err != nil {
+		if errors.Is(err, errShort) {
+			return errors.New("tagged fields run past the frame")
+		}
+		return err
+	}
+	if n != len(b) {
+		return fmt.Errorf("%d bytes after the last field", len(b)-n)
+	}
+	return nil
+}

@@ -1,0 +1,590 @@
+package decode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Options bound what one Conn may hold. The zero value takes the defaults.
+type Options struct {
+	// Table is the API table (DefaultAPITable when nil).
+	Table *APITable
+	// MaxFrameSize is the largest frame size believed; larger or negative
+	// sizes are a desynchronisation (default 100 MiB, the broker's
+	// socket.request.max.bytes).
+	MaxFrameSize int32
+	// MaxBodySize is the largest body of an API the rules read that is
+	// buffered and decoded (default 8 MiB); larger ones are passed over.
+	MaxBodySize int
+	// MaxPending is how many requests may await their responses (default
+	// 1024); older ones are forgotten first and counted.
+	MaxPending int
+	// MaxScan is how many bytes a side keeps while it looks for a frame
+	// start (default 1 MiB).
+	MaxScan int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Table == nil {
+		o.Table = DefaultAPITable()
+	}
+	if o.MaxFrameSize <= 0 {
+		o.MaxFrameSize = 100 << 20
+	}
+	if o.MaxBodySize <= 0 {
+		o.MaxBodySize = 8 << 20
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = 1024
+	}
+	if o.MaxScan <= 0 {
+		o.MaxScan = 1 << 20
+	}
+	return o
+}
+
+// notKafkaAfter is how many bytes a side that never framed a Kafka message
+// may hold before the connection is named "not Kafka".
+const notKafkaAfter = 64 << 10
+
+// Counters are a connection's running totals.
+type Counters struct {
+	Requests, Responses   int64
+	Unmatched             int64 // responses with no pending request
+	Unanswered            int64 // requests known to get no response (a later one was answered, or evicted)
+	Resyncs               int64
+	SkippedBytes          int64 // bytes passed over while looking for a frame start
+	Malformed             int64
+	UnknownAPI            int64 // requests with an API key or version not in the table
+	SASLTokens            int64
+	PendingEvicted        int64
+	BodiesSkippedTooLarge int64
+}
+
+// Conn decodes the Kafka traffic of one TCP connection, both sides. Feed it
+// each side's reassembled bytes in order; it returns the events they
+// complete.
+type Conn struct {
+	opt     Options
+	side    [2]framer
+	pending pendingSet
+	events  []Event
+	cnt     Counters
+
+	clientID      string // the last non-null client ID seen, for resynchronisation
+	knowsClientID bool
+	saslTokens    bool // SaslHandshake v0 succeeded: raw tokens follow
+	dead          bool // not Kafka: bytes are only counted
+	// candidate is a request start the client side found while lost and
+	// waits to confirm (by the next frame, or a response to its
+	// correlation ID).
+	candidate    bool
+	candidateCor int32
+}
+
+// NewConn returns the decoder of one connection.
+func NewConn(opt Options) *Conn {
+	c := &Conn{opt: opt.withDefaults()}
+	c.side[ClientSide].side = ClientSide
+	c.side[BrokerSide].side = BrokerSide
+	return c
+}
+
+// Counters returns the connection's totals so far.
+func (c *Conn) Counters() Counters { return c.cnt }
+
+// ClientID returns the last non-null client ID the connection showed.
+func (c *Conn) ClientID() (string, bool) { return c.clientID, c.knowsClientID }
+
+// Start tells the decoder that a side begins; midStream means its first
+// byte may sit anywhere inside a frame (the capture missed the handshake).
+func (c *Conn) Start(s Side, midStream bool) {
+	f := &c.side[s]
+	f.started = true
+	if midStream {
+		f.lose()
+	}
+}
+
+// Lost tells the decoder that n bytes of a side are missing: framing is
+// resynchronised on the bytes that follow.
+func (c *Conn) Lost(s Side) {
+	c.side[s].lose()
+}
+
+// Feed decodes the next bytes of one side. spans map offsets in data to
+// the frame where they became available. The events returned are valid
+// until the next call.
+func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
+	c.events = c.events[:0]
+	if c.dead || len(data) == 0 {
+		return c.events
+	}
+	f := &c.side[s]
+	f.started = true
+	if !f.synced && !f.lost && f.got == 0 && f.nSize == 0 && s == ClientSide && isTLSStart(data) {
+		c.notKafka(s, spans[0].At, "TLS")
+		return c.events
+	}
+	if f.lost {
+		f.appendScan(data, spans, c.opt.MaxScan, &c.cnt)
+		c.resync(f, false)
+		return c.events
+	}
+	c.frameBytes(f, data, spans)
+	if s == ClientSide {
+		c.rescanBroker()
+	}
+	return c.events
+}
+
+// Finish ends both sides: a side still searching accepts a last candidate
+// that ends exactly at the end of its bytes; a frame cut short is reported;
+// requests still pending are counted unanswered.
+func (c *Conn) Finish() []Event {
+	c.events = c.events[:0]
+	if c.dead {
+		return c.events
+	}
+	for s := range c.side {
+		f := &c.side[s]
+		if f.lost {
+			c.resync(f, true)
+		}
+		if !f.lost && (f.nSize > 0 || f.got > 0) {
+			c.events = append(c.events, Event{Kind: EventTruncated, Side: f.side, At: f.lastAt,
+				Err: fmt.Errorf("stream ends inside a %s frame: %d of %d bytes", f.side, f.got, f.size)})
+		}
+	}
+	c.cnt.Unanswered += int64(c.pending.len())
+	c.pending.clear()
+	return c.events
+}
+
+// framer follows the frames of one side.
+type framer struct {
+	side    Side
+	started bool
+	synced  bool // a frame was decoded on this side
+	lost    bool // looking for the next frame start
+
+	sizeBuf [4]byte
+	nSize   int
+	size    int    // size field of the current frame
+	got     int    // bytes of the current frame consumed after the size
+	want    int    // bytes of the frame to collect into buf before parsing further
+	buf     []byte // the collected prefix (or whole) of the current frame
+	headed  bool   // the header is parsed; msg holds it; the rest is skipped or collected
+	kind    EventKind
+	msg     Message
+	lastAt  Where
+	pending pendingReq // for a response: the request it answers
+
+	scan   []byte // bytes kept while lost
+	marks  []Span // spans of scan
+	scanAt int64  // bytes dropped from the front of scan while lost
+}
+
+func (f *framer) lose() {
+	f.lost = true
+	f.nSize, f.got, f.headed = 0, 0, false
+	f.buf = f.buf[:0]
+	f.scan, f.marks, f.scanAt = f.scan[:0], f.marks[:0], 0
+}
+
+// resetFrame readies the framer for the next frame.
+func (f *framer) resetFrame() {
+	f.nSize, f.got, f.headed = 0, 0, false
+	f.buf = f.buf[:0]
+	f.msg = Message{}
+}
+
+// appendScan keeps data while lost, dropping the oldest bytes over max.
+func (f *framer) appendScan(data []byte, spans []Span, max int, cnt *Counters) {
+	base := len(f.scan)
+	f.scan = append(f.scan, data...)
+	for _, sp := range spans {
+		f.marks = append(f.marks, Span{End: base + sp.End, At: sp.At})
+	}
+	if over := len(f.scan) - max; over > 0 {
+		f.dropScan(over)
+		cnt.SkippedBytes += int64(over)
+	}
+}
+
+// dropScan removes the first n bytes of the scan buffer.
+func (f *framer) dropScan(n int) {
+	f.scan = f.scan[:copy(f.scan, f.scan[n:])]
+	f.scanAt += int64(n)
+	k := 0
+	for _, m := range f.marks {
+		if m.End > n {
+			m.End -= n
+			f.marks[k] = m
+			k++
+		}
+	}
+	f.marks = f.marks[:k]
+}
+
+// at returns where the byte at offset off of a chunk became available.
+func at(spans []Span, off int) Where {
+	for _, sp := range spans {
+		if off < sp.End {
+			return sp.At
+		}
+	}
+	if len(spans) > 0 {
+		return spans[len(spans)-1].At
+	}
+	return Where{}
+}
+
+// frameBytes runs the framing state machine over in-sync bytes.
+func (c *Conn) frameBytes(f *framer, b []byte, spans []Span) {
+	off := 0
+	for off < len(b) && !c.dead {
+		if f.lost {
+			// Framing was lost inside this chunk: scan the rest.
+			f.appendScan(b[off:], shiftSpans(spans, off), c.opt.MaxScan, &c.cnt)
+			c.resync(f, false)
+			return
+		}
+		if f.nSize < 4 {
+			k := copy(f.sizeBuf[f.nSize:], b[off:])
+			f.nSize += k
+			off += k
+			if f.nSize < 4 {
+				return
+			}
+			f.size = int(int32(binary.BigEndian.Uint32(f.sizeBuf[:])))
+			if !c.sizeOK(f.side, f.size) {
+				c.malformed(f, at(spans, off-1), fmt.Errorf("frame size %d out of range", f.size))
+				c.loseWith(f, f.sizeBuf[1:4])
+				continue
+			}
+			f.want = initialWant(f.side, f.size)
+			f.buf = f.buf[:0]
+			f.got = 0
+			if f.size == 0 {
+				c.completeFrame(f, at(spans, off-1))
+				continue
+			}
+		}
+		k := min(f.size-f.got, len(b)-off)
+		if !f.headed || len(f.buf) < f.want {
+			// Collect up to want; before the header is known, consume no
+			// more than that, so a bad header can be rescanned whole.
+			k = min(k, f.want-len(f.buf))
+			f.buf = append(f.buf, b[off:off+k]...)
+		}
+		f.got += k
+		off += k
+		if !f.headed && len(f.buf) >= f.want {
+			if !c.parseHead(f) {
+				// parseHead either grew want (more header to read) or lost framing.
+				if f.lost {
+					c.loseWith(f, f.rawSoFar())
+				}
+				continue
+			}
+		}
+		if f.got == f.size {
+			f.lastAt = at(spans, off-1)
+			if !f.headed && !c.parseHead(f) {
+				if f.lost {
+					c.loseWith(f, f.rawSoFar())
+				}
+				continue
+			}
+			c.completeFrame(f, f.lastAt)
+		}
+	}
+}
+
+// rawSoFar is the bytes of the current frame that were kept, with its size,
+// for a rescan after a header turned out to be garbage.
+func (f *framer) rawSoFar() []byte {
+	out := make([]byte, 0, 3+len(f.buf))
+	out = append(out, f.sizeBuf[1:4]...)
+	return append(out, f.buf...)
+}
+
+func shiftSpans(spans []Span, off int) []Span {
+	out := make([]Span, 0, len(spans))
+	for _, sp := range spans {
+		if sp.End > off {
+			out = append(out, Span{End: sp.End - off, At: sp.At})
+		}
+	}
+	return out
+}
+
+// loseWith starts a resynchronisation whose scan begins with seen (bytes
+// already taken from the stream that must be looked at again).
+func (c *Conn) loseWith(f *framer, seen []byte) {
+	keepAt := f.lastAt
+	f.lose()
+	f.scan = append(f.scan, seen...)
+	f.marks = append(f.marks, Span{End: len(f.scan), At: keepAt})
+}
+
+func (c *Conn) sizeOK(s Side, size int) bool {
+	if size < 0 || size > int(c.opt.MaxFrameSize) {
+		return false
+	}
+	if c.saslTokens {
+		return true // a SASL token may have any size, even zero
+	}
+	if s == ClientSide {
+		return size >= 8 // api key, version, correlation ID
+	}
+	return size >= 4 // correlation ID
+}
+
+// initialWant is how much of a frame to collect before the first parse:
+// enough for most headers, never more than the frame.
+func initialWant(s Side, size int) int {
+	if s == ClientSide {
+		return min(size, 96)
+	}
+	return min(size, 4)
+}
+
+// parseHead parses the header from f.buf. It returns true when the header
+// is known; false when it asked for more bytes (f.want grew) or lost
+// framing (f.lost set).
+func (c *Conn) parseHead(f *framer) bool {
+	if f.side == ClientSide {
+		return c.parseRequestHead(f)
+	}
+	return c.parseResponseHead(f)
+}
+
+func (c *Conn) parseRequestHead(f *framer) bool {
+	h, n, err := parseRequestHeader(f.buf, c.opt.Table)
+	if errors.Is(err, errShort) && len(f.buf) < f.size {
+		f.want = min(f.size, max(2*f.want, 256))
+		return false
+	}
+	if err == nil && n > f.size {
+		err = errShort
+	}
+	if c.saslTokens {
+		// After SaslHandshake v0, raw tokens follow until a frame reads as
+		// a real request again; a token is never parsed further.
+		if err != nil || !h.Known || !plausibleClientID(h) {
+			f.kind = EventSASLToken
+			f.headed = true
+			return true
+		}
+		c.saslTokens = false
+	}
+	if err != nil {
+		c.malformed(f, f.lastAt, fmt.Errorf("request header: %w", err))
+		f.lost = true
+		return false
+	}
+	f.kind = EventRequest
+	f.msg = Message{Size: int32(f.size), Request: h}
+	f.headed = true
+	if wantsBody(h.APIKey) && h.Known {
+		if f.size <= c.opt.MaxBodySize {
+			f.want = f.size
+		} else {
+			c.cnt.BodiesSkippedTooLarge++
+			f.msg.BodyErr = fmt.Errorf("body of %d bytes not decoded (over %d)", f.size, c.opt.MaxBodySize)
+		}
+	}
+	return true
+}
+
+func (c *Conn) parseResponseHead(f *framer) bool {
+	if f.msg.Size == 0 { // first look: the correlation ID is in
+		corr := int32(binary.BigEndian.Uint32(f.buf))
+		p, ok := c.pending.get(corr)
+		if !ok && c.candidate && corr == c.candidateCor {
+			c.confirmCandidate()
+			p, ok = c.pending.get(corr)
+		}
+		if !ok && c.saslTokens {
+			f.kind = EventSASLToken
+			f.headed = true
+			return true
+		}
+		f.kind = EventResponse
+		f.msg = Message{Size: int32(f.size), Matched: ok}
+		f.msg.Response.CorrelationID = corr
+		if !ok {
+			f.headed = true // nothing tells its layout: skip it by size
+			return true
+		}
+		f.msg.Request, f.msg.RequestAt = p.h, p.at
+		hv := 0
+		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
+			hv = api.ResponseHeaderVersion(p.h.APIVersion)
+		}
+		f.msg.Response.HeaderVersion = hv
+		want := 4
+		if hv == 1 {
+			want = min(f.size, 64)
+		}
+		if wantsBody(p.h.APIKey) && p.h.Known {
+			if f.size <= c.opt.MaxBodySize {
+				want = f.size
+			} else {
+				c.cnt.BodiesSkippedTooLarge++
+				f.msg.BodyErr = fmt.Errorf("body of %d bytes not decoded (over %d)", f.size, c.opt.MaxBodySize)
+			}
+		}
+		f.want = max(want, 4)
+		if len(f.buf) < f.want {
+			return false
+		}
+	}
+	if f.msg.Response.HeaderVersion == 1 {
+		h, _, err := parseResponseHeader(f.buf, 1)
+		if errors.Is(err, errShort) && len(f.buf) < f.size {
+			f.want = min(f.size, 2*f.want)
+			return false
+		}
+		if err != nil {
+			f.msg.BodyErr = fmt.Errorf("response header: %w", err)
+		} else {
+			f.msg.Response = h
+		}
+	}
+	f.headed = true
+	return true
+}
+
+// completeFrame emits the event of a frame whose last byte has arrived.
+func (c *Conn) completeFrame(f *framer, w Where) {
+	f.synced = true
+	f.lastAt = w
+	if f.size == 0 && c.saslTokens {
+		f.kind, f.headed = EventSASLToken, true
+	}
+	switch {
+	case !f.headed:
+		c.malformed(f, w, fmt.Errorf("empty %s frame", f.side))
+	case f.kind == EventSASLToken:
+		c.cnt.SASLTokens++
+		c.events = append(c.events, Event{Kind: EventSASLToken, Side: f.side, At: w})
+	case f.kind == EventRequest:
+		c.completeRequest(f, w)
+	default:
+		c.completeResponse(f, w)
+	}
+	f.resetFrame()
+}
+
+func (c *Conn) completeRequest(f *framer, w Where) {
+	m := f.msg
+	h := m.Request
+	c.cnt.Requests++
+	if !h.Known {
+		c.cnt.UnknownAPI++
+	}
+	if !h.ClientIDNull && h.HeaderVersion > 0 {
+		c.clientID, c.knowsClientID = h.ClientID, true
+	}
+	if wantsBody(h.APIKey) && h.Known && m.BodyErr == nil && len(f.buf) == f.size {
+		_, hn, _ := parseRequestHeader(f.buf, c.opt.Table)
+		body, err := safeDecode(func() (Body, error) { return decodeRequestBody(h.APIKey, h.APIVersion, f.buf[hn:]) })
+		if err != nil {
+			m.BodyErr = err
+			c.cnt.Malformed++
+		} else {
+			m.Body, m.HasBody = body, true
+		}
+	}
+	if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w}, c.opt.MaxPending); evicted {
+		c.cnt.PendingEvicted++
+		c.cnt.Unanswered++
+	}
+	c.events = append(c.events, Event{Kind: EventRequest, Side: ClientSide, At: w, Msg: m})
+}
+
+func (c *Conn) completeResponse(f *framer, w Where) {
+	m := f.msg
+	c.cnt.Responses++
+	if !m.Matched {
+		c.cnt.Unmatched++
+	} else {
+		// Brokers answer a connection's requests in order: the requests
+		// sent before this one that are still pending will get no answer
+		// (acks=0 produce, or their answers were lost).
+		c.cnt.Unanswered += int64(c.pending.take(m.Response.CorrelationID))
+		key := m.Request.APIKey
+		if wantsBody(key) && m.Request.Known && m.BodyErr == nil && len(f.buf) == f.size {
+			hn := 4
+			if m.Response.HeaderVersion == 1 {
+				_, hn, _ = parseResponseHeader(f.buf, 1)
+			}
+			var code int16
+			var has bool
+			body, err := safeDecode(func() (Body, error) {
+				b, cd, h, err := decodeResponseBody(key, m.Request.APIVersion, f.buf[hn:])
+				code, has = cd, h
+				return b, err
+			})
+			if err != nil {
+				m.BodyErr = err
+				c.cnt.Malformed++
+			} else {
+				m.Body, m.HasBody = body, true
+				m.ErrorCode, m.HasErrorCode = code, has
+				if key == KeySaslHandshake && code == ErrNone && m.Request.APIVersion == 0 {
+					c.saslTokens = true
+				}
+			}
+		}
+	}
+	c.events = append(c.events, Event{Kind: EventResponse, Side: BrokerSide, At: w, Msg: m})
+}
+
+// safeDecode runs a body decoder, turning a panic in a third-party parser
+// into an error: no input may crash the program.
+func safeDecode(fn func() (Body, error)) (b Body, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("body decoder failed: %v", r)
+		}
+	}()
+	return fn()
+}
+
+func (c *Conn) malformed(f *framer, w Where, err error) {
+	c.cnt.Malformed++
+	c.events = append(c.events, Event{Kind: EventMalformed, Side: f.side, At: w, Err: err})
+}
+
+func (c *Conn) notKafka(s Side, w Where, reason string) {
+	c.dead = true
+	c.events = append(c.events, Event{Kind: EventNotKafka, Side: s, At: w, Reason: reason})
+}
+
+// isTLSStart reports whether b starts like a TLS handshake record.
+func isTLSStart(b []byte) bool {
+	return len(b) >= 3 && b[0] == 0x16 && b[1] == 0x03 && b[2] <= 0x04
+}
+
+// plausibleClientID is a client ID that a real client would send: null, or
+// valid UTF-8 without control characters.
+func plausibleClientID(h RequestHeader) bool {
+	if h.ClientIDNull {
+		return true
+	}
+	if !utf8.ValidString(h.ClientID) {
+		return false
+	}
+	for _, r := range h.ClientID {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,436 @@
+package decode
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// wire is a test conversation: the bytes of each side and, for every frame
+// written, the side, offset where it ends and what it is.
+type wire struct {
+	side  [2][]byte
+	items []item
+}
+
+type item struct {
+	side Side
+	end  int // offset in side's bytes just past the frame
+	key  int16
+	ver  int16
+	corr int32
+}
+
+var testID = UUID{0x5e, 0x11, 0x7a, 0x3d, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0xaa, 0xbb, 0xcc}
+
+func (w *wire) request(key, ver int16, corr int32, clientID string, id *UUID, body kmsg.Request) {
+	api, ok := LookupAPI(key)
+	if !ok {
+		panic(fmt.Sprintf("no api %d", key))
+	}
+	h := RequestHeader{APIKey: key, APIVersion: ver, CorrelationID: corr, HeaderVersion: api.RequestHeaderVersion(ver), ClientID: clientID}
+	if id != nil {
+		h.InstanceID, h.HasInstanceID = *id, true
+	}
+	var b []byte
+	if body != nil {
+		body.SetVersion(ver)
+		b = body.AppendTo(nil)
+	}
+	w.side[ClientSide] = AppendRequest(w.side[ClientSide], h, b)
+	w.items = append(w.items, item{ClientSide, len(w.side[ClientSide]), key, ver, corr})
+}
+
+func (w *wire) response(key, ver int16, corr int32, body kmsg.Response) {
+	api, _ := LookupAPI(key)
+	var b []byte
+	if body != nil {
+		body.SetVersion(ver)
+		b = body.AppendTo(nil)
+	}
+	w.side[BrokerSide] = AppendResponse(w.side[BrokerSide], corr, api.ResponseHeaderVersion(ver), b)
+	w.items = append(w.items, item{BrokerSide, len(w.side[BrokerSide]), key, ver, corr})
+}
+
+// conversation is a client's typical opening plus the APIs the rules read.
+func conversation() *wire {
+	w := &wire{}
+	id := testID
+	w.request(18, 3, 0, "kgo", nil, &kmsg.ApiVersionsRequest{ClientSoftwareName: "kgo", ClientSoftwareVersion: "1"})
+	av := &kmsg.ApiVersionsResponse{ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: 71, MaxVersion: 1}, {ApiKey: 72, MaxVersion: 1}}}
+	w.response(18, 3, 0, av)
+	w.request(3, 12, 1, "kgo", &id, &kmsg.MetadataRequest{})
+	w.response(3, 12, 1, &kmsg.MetadataResponse{})
+	w.request(71, 0, 2, "kgo", &id, &kmsg.GetTelemetrySubscriptionsRequest{ClientInstanceID: id})
+	w.response(71, 0, 2, &kmsg.GetTelemetrySubscriptionsResponse{ClientInstanceID: id, SubscriptionID: 7})
+	produce := &kmsg.ProduceRequest{Acks: -1, TimeoutMillis: 1000, Topics: []kmsg.ProduceRequestTopic{{Topic: "t",
+		Partitions: []kmsg.ProduceRequestTopicPartition{{Records: bytes.Repeat([]byte{0}, 5000)}}}}}
+	w.request(0, 9, 3, "kgo", &id, produce)
+	w.request(72, 0, 4, "kgo", &id, &kmsg.PushTelemetryRequest{ClientInstanceID: id, SubscriptionID: 7, Terminating: true, Metrics: []byte("secret")})
+	w.response(0, 9, 3, &kmsg.ProduceResponse{})
+	w.response(72, 0, 4, &kmsg.PushTelemetryResponse{ErrorCode: 42})
+	w.request(11, 9, 5, "kgo", &id, &kmsg.JoinGroupRequest{Group: "g", ProtocolType: "consumer"})
+	w.response(11, 9, 5, &kmsg.JoinGroupResponse{ErrorCode: 79, MemberID: "m-1"})
+	w.request(68, 1, 6, "kgo", &id, &kmsg.ConsumerGroupHeartbeatRequest{Group: "g", MemberID: "", MemberEpoch: 0})
+	w.response(68, 1, 6, &kmsg.ConsumerGroupHeartbeatResponse{ErrorCode: 42})
+	return w
+}
+
+// feed sends the conversation through a Conn in chunks: each side's bytes
+// cut at the given offsets, fed in the order the items complete, each chunk
+// tagged with a frame number = its chunk index + 1 (per side: side*1000+).
+func feed(c *Conn, w *wire, cuts [2][]int) []Event {
+	var out []Event
+	var pos [2]int
+	chunk := [2]int{}
+	deliver := func(s Side, upto int) {
+		for pos[s] < upto {
+			end := upto
+			for _, cut := range cuts[s] {
+				if cut > pos[s] && cut < end {
+					end = cut
+					break
+				}
+			}
+			chunk[s]++
+			frame := int64(int(s)*1000 + chunk[s])
+			out = append(out, c.Feed(s, w.side[s][pos[s]:end], []Span{{End: end - pos[s], At: Where{Frame: frame}}})...)
+			pos[s] = end
+		}
+	}
+	for _, it := range w.items {
+		deliver(it.side, it.end)
+	}
+	return append(out, c.Finish()...)
+}
+
+func messages(evs []Event) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Kind == EventRequest || e.Kind == EventResponse {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestConnWholeConversation(t *testing.T) {
+	w := conversation()
+	c := NewConn(Options{})
+	c.Start(ClientSide, false)
+	c.Start(BrokerSide, false)
+	evs := feed(c, w, [2][]int{})
+	msgs := messages(evs)
+	if len(msgs) != len(w.items) {
+		t.Fatalf("got %d messages, want %d: %+v", len(msgs), len(w.items), evs)
+	}
+	for i, it := range w.items {
+		m := msgs[i]
+		if m.Side != it.side || m.Msg.Request.APIKey != it.key || m.Msg.Request.APIVersion != it.ver || m.Msg.Request.CorrelationID != it.corr {
+			t.Errorf("message %d: got side %v key %d v%d corr %d, want %v key %d v%d corr %d", i, m.Side,
+				m.Msg.Request.APIKey, m.Msg.Request.APIVersion, m.Msg.Request.CorrelationID, it.side, it.key, it.ver, it.corr)
+		}
+		if m.Side == BrokerSide && !m.Msg.Matched {
+			t.Errorf("response %d not matched", i)
+		}
+		if m.Msg.BodyErr != nil {
+			t.Errorf("message %d: body error %v", i, m.Msg.BodyErr)
+		}
+	}
+	byKey := func(side Side, key int16) Message {
+		for _, m := range msgs {
+			if m.Side == side && m.Msg.Request.APIKey == key {
+				return m.Msg
+			}
+		}
+		t.Fatalf("no %v of key %d", side, key)
+		return Message{}
+	}
+	if m := byKey(ClientSide, 18); m.Request.HasInstanceID || m.Request.ClientID != "kgo" || m.Request.HeaderVersion != 2 {
+		t.Errorf("ApiVersions header: %+v", m.Request)
+	}
+	if m := byKey(BrokerSide, 18); !m.HasErrorCode || m.ErrorCode != 0 || len(m.Body.APIVersions) != 2 || m.Response.HeaderVersion != 0 {
+		t.Errorf("ApiVersions response: %+v", m)
+	}
+	if m := byKey(ClientSide, 3); !m.Request.HasInstanceID || m.Request.InstanceID != testID {
+		t.Errorf("Metadata header instance ID: %+v", m.Request)
+	}
+	if m := byKey(ClientSide, 71); !m.HasBody || m.Body.InstanceID != testID {
+		t.Errorf("GetTelemetrySubscriptions body: %+v", m)
+	}
+	if m := byKey(BrokerSide, 71); m.Body.InstanceID != testID || m.Body.SubscriptionID != 7 || m.Response.HeaderVersion != 1 {
+		t.Errorf("GetTelemetrySubscriptions response: %+v", m)
+	}
+	if m := byKey(ClientSide, 72); !m.Body.Terminating || m.Body.SubscriptionID != 7 {
+		t.Errorf("PushTelemetry body: %+v", m.Body)
+	}
+	if m := byKey(BrokerSide, 72); m.ErrorCode != 42 {
+		t.Errorf("PushTelemetry response code %d", m.ErrorCode)
+	}
+	if m := byKey(BrokerSide, 11); m.ErrorCode != 79 || m.Body.MemberID != "m-1" {
+		t.Errorf("JoinGroup response: %+v", m)
+	}
+	if m := byKey(ClientSide, 68); m.Body.GroupID != "g" || m.Body.MemberID != "" {
+		t.Errorf("ConsumerGroupHeartbeat body: %+v", m.Body)
+	}
+	if n := c.Counters(); n.Requests != 7 || n.Responses != 7 || n.Unmatched != 0 || n.Resyncs != 0 || n.Malformed != 0 {
+		t.Errorf("counters %+v", n)
+	}
+}
+
+// TestConnSplitAtEveryOffset cuts the client side of the conversation in
+// two at every byte offset of its first three frames (headers and the tag-0
+// UUID included) and requires the same messages, each completed at the
+// chunk holding its last byte.
+func TestConnSplitAtEveryOffset(t *testing.T) {
+	w := conversation()
+	want := messages(feed(NewConn(Options{}), w, [2][]int{}))
+	limit := w.items[4].end // through the GetTelemetrySubscriptions request
+	for cut := 1; cut < limit; cut++ {
+		c := NewConn(Options{})
+		got := messages(feed(c, w, [2][]int{{cut}, {cut}}))
+		if len(got) != len(want) {
+			t.Fatalf("cut %d: %d messages, want %d", cut, len(got), len(want))
+		}
+		for i := range got {
+			g, x := got[i].Msg, want[i].Msg
+			if g.Request != x.Request || g.Body.InstanceID != x.Body.InstanceID || g.ErrorCode != x.ErrorCode {
+				t.Fatalf("cut %d message %d: %+v, want %+v", cut, i, g.Request, x.Request)
+			}
+		}
+		if n := c.Counters(); n.Resyncs != 0 || n.Malformed != 0 {
+			t.Fatalf("cut %d: counters %+v", cut, n)
+		}
+	}
+}
+
+// TestConnFrameNumbers checks that a message completes at the frame holding
+// its last byte when split across several chunks.
+func TestConnFrameNumbers(t *testing.T) {
+	w := conversation()
+	c := NewConn(Options{})
+	// Cut the client side at every 100 bytes: the frame number of a request
+	// is the index of the chunk holding its last byte.
+	var cuts []int
+	for k := 100; k < len(w.side[ClientSide]); k += 100 {
+		cuts = append(cuts, k)
+	}
+	evs := messages(feed(c, w, [2][]int{cuts, nil}))
+	for _, e := range evs {
+		if e.Side != ClientSide {
+			continue
+		}
+		var end int
+		for _, it := range w.items {
+			if it.side == ClientSide && it.corr == e.Msg.Request.CorrelationID {
+				end = it.end
+			}
+		}
+		// chunk index of byte end-1: chunks are cut at every cut in cuts
+		// and at every item end; count the boundaries before it.
+		bounds := map[int]bool{}
+		for _, k := range cuts {
+			bounds[k] = true
+		}
+		for _, it := range w.items {
+			if it.side == ClientSide {
+				bounds[it.end] = true
+			}
+		}
+		idx := int64(1)
+		for b := range bounds {
+			if b <= end-1 {
+				idx++
+			}
+		}
+		if e.At.Frame != idx {
+			t.Errorf("request corr %d completed at frame %d, want %d", e.Msg.Request.CorrelationID, e.At.Frame, idx)
+		}
+	}
+}
+
+// TestConnMidStream starts both sides inside the produce request and its
+// response: the decoder must find every later request and response.
+func TestConnMidStream(t *testing.T) {
+	w := conversation()
+	startReq := w.items[6].end - 2500 // inside the Produce request body (zeros)
+	var startResp int
+	for _, it := range w.items {
+		if it.side == BrokerSide && it.corr == 2 {
+			startResp = it.end - 3
+		}
+	}
+	c := NewConn(Options{})
+	c.Start(ClientSide, true)
+	c.Start(BrokerSide, true)
+	var got []Event
+	got = append(got, c.Feed(ClientSide, w.side[ClientSide][startReq:], []Span{{End: len(w.side[ClientSide]) - startReq, At: Where{Frame: 1}}})...)
+	got = append(got, c.Feed(BrokerSide, w.side[BrokerSide][startResp:], []Span{{End: len(w.side[BrokerSide]) - startResp, At: Where{Frame: 2}}})...)
+	got = append(got, c.Finish()...)
+	var keys []string
+	for _, e := range messages(got) {
+		keys = append(keys, fmt.Sprintf("%v:%d/%d", e.Side, e.Msg.Request.APIKey, e.Msg.Request.CorrelationID))
+	}
+	// The produce response (corr 3) answers a request whose start the
+	// capture missed: nothing identifies it, so it is passed over.
+	want := "request:72/4 request:11/5 request:68/6 response:72/4 response:11/5 response:68/6"
+	if strings.Join(keys, " ") != want {
+		t.Errorf("got  %s\nwant %s", strings.Join(keys, " "), want)
+	}
+}
+
+// TestConnGap loses a stretch of the client side inside a frame and
+// resynchronises on the next request.
+func TestConnGap(t *testing.T) {
+	w := conversation()
+	c := NewConn(Options{})
+	cs := w.side[ClientSide]
+	cut1 := w.items[2].end + 10  // inside the Metadata request... after it: inside GetTelemetrySubscriptions
+	cut2 := w.items[4].end + 100 // inside the Produce request
+	var got []Event
+	got = append(got, c.Feed(ClientSide, cs[:cut1], []Span{{End: cut1, At: Where{Frame: 1}}})...)
+	c.Lost(ClientSide)
+	got = append(got, c.Feed(ClientSide, cs[cut2:], []Span{{End: len(cs) - cut2, At: Where{Frame: 2}}})...)
+	got = append(got, c.Finish()...)
+	var keys []int16
+	resyncs := 0
+	for _, e := range got {
+		switch e.Kind {
+		case EventRequest:
+			keys = append(keys, e.Msg.Request.APIKey)
+		case EventResync:
+			resyncs++
+		}
+	}
+	if fmt.Sprint(keys) != "[18 3 72 11 68]" || resyncs != 1 {
+		t.Errorf("keys %v resyncs %d", keys, resyncs)
+	}
+}
+
+func TestConnTLS(t *testing.T) {
+	c := NewConn(Options{})
+	c.Start(ClientSide, false)
+	evs := c.Feed(ClientSide, []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}, []Span{{End: 11, At: Where{Frame: 4}}})
+	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" || evs[0].At.Frame != 4 {
+		t.Fatalf("events %+v", evs)
+	}
+	if evs := c.Feed(ClientSide, []byte{0, 0, 0, 10, 0, 3, 0, 1}, []Span{{End: 8}}); len(evs) != 0 {
+		t.Fatalf("a TLS connection still decoded: %+v", evs)
+	}
+}
+
+func TestConnMidStreamTLS(t *testing.T) {
+	c := NewConn(Options{})
+	c.Start(ClientSide, true)
+	var b []byte
+	for i := 0; i < 3; i++ {
+		b = append(b, 0x17, 0x03, 0x03, 0x00, 0x20)
+		b = append(b, bytes.Repeat([]byte{0xab}, 0x20)...)
+	}
+	evs := c.Feed(ClientSide, b[7:], []Span{{End: len(b) - 7, At: Where{Frame: 9}}})
+	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestConnNotKafka(t *testing.T) {
+	c := NewConn(Options{})
+	c.Start(ClientSide, false)
+	evs := append([]Event(nil), c.Feed(ClientSide, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), []Span{{End: 27, At: Where{Frame: 1}}})...)
+	evs = append(evs, c.Finish()...)
+	var notKafka int
+	for _, e := range evs {
+		if e.Kind == EventNotKafka {
+			notKafka++
+		}
+		if e.Kind == EventRequest {
+			t.Errorf("HTTP decoded as a request: %+v", e)
+		}
+	}
+	if notKafka != 1 {
+		t.Errorf("events %+v", evs)
+	}
+}
+
+// TestConnSASLv0 checks that tokens after SaslHandshake v0 are counted,
+// not parsed, and that requests after them decode again.
+func TestConnSASLv0(t *testing.T) {
+	w := &wire{}
+	w.request(17, 0, 1, "java", nil, &kmsg.SASLHandshakeRequest{Mechanism: "PLAIN"})
+	w.response(17, 0, 1, &kmsg.SASLHandshakeResponse{SupportedMechanisms: []string{"PLAIN"}})
+	token := []byte("\x00alice\x00password-that-must-not-show")
+	w.side[ClientSide] = binaryAppendFrame(w.side[ClientSide], token)
+	w.items = append(w.items, item{side: ClientSide, end: len(w.side[ClientSide])})
+	w.side[BrokerSide] = binaryAppendFrame(w.side[BrokerSide], nil)
+	w.items = append(w.items, item{side: BrokerSide, end: len(w.side[BrokerSide])})
+	w.request(3, 1, 2, "java", nil, &kmsg.MetadataRequest{})
+	w.response(3, 1, 2, &kmsg.MetadataResponse{})
+	c := NewConn(Options{})
+	evs := feed(c, w, [2][]int{})
+	var kinds []string
+	for _, e := range evs {
+		switch e.Kind {
+		case EventSASLToken:
+			kinds = append(kinds, "token")
+		case EventRequest, EventResponse:
+			kinds = append(kinds, fmt.Sprintf("%v:%d", e.Side, e.Msg.Request.APIKey))
+		default:
+			kinds = append(kinds, fmt.Sprint(e.Kind, e.Err))
+		}
+	}
+	if got := strings.Join(kinds, " "); got != "request:17 response:17 token token request:3 response:3" {
+		t.Errorf("got %s", got)
+	}
+	if n := c.Counters(); n.SASLTokens != 2 || n.Malformed != 0 {
+		t.Errorf("counters %+v", n)
+	}
+}
+
+func binaryAppendFrame(dst, b []byte) []byte {
+	dst = append(dst, byte(len(b)>>24), byte(len(b)>>16), byte(len(b)>>8), byte(len(b)))
+	return append(dst, b...)
+}
+
+// TestConnApiVersionsUnsupported: a broker answers an ApiVersions version it
+// does not know with a v0 body carrying UNSUPPORTED_VERSION.
+func TestConnApiVersionsUnsupported(t *testing.T) {
+	w := &wire{}
+	w.request(18, 5, 0, "new", nil, &kmsg.ApiVersionsRequest{ClientSoftwareName: "x", ClientSoftwareVersion: "1"})
+	w.response(18, 0, 0, &kmsg.ApiVersionsResponse{ErrorCode: 35, ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: 18, MaxVersion: 3}}})
+	w.items[1].ver = 5
+	evs := messages(feed(NewConn(Options{}), w, [2][]int{}))
+	if len(evs) != 2 {
+		t.Fatalf("events %+v", evs)
+	}
+	m := evs[1].Msg
+	if m.BodyErr != nil || m.ErrorCode != 35 || len(m.Body.APIVersions) != 1 {
+		t.Errorf("response %+v", m)
+	}
+}
+
+// TestConnRandomChunks feeds the conversation in random chunks, both sides
+// interleaved, and requires exactly the messages written.
+func TestConnRandomChunks(t *testing.T) {
+	w := conversation()
+	r := rand.New(rand.NewPCG(1, 2))
+	for run := 0; run < 200; run++ {
+		var cuts [2][]int
+		for s := range cuts {
+			for k := r.IntN(20); k < len(w.side[s]); k += 1 + r.IntN(300) {
+				cuts[s] = append(cuts[s], k)
+			}
+		}
+		c := NewConn(Options{})
+		got := messages(feed(c, w, cuts))
+		if len(got) != len(w.items) {
+			t.Fatalf("run %d: %d messages, want %d", run, len(got), len(w.items))
+		}
+		if n := c.Counters(); n.Resyncs != 0 || n.Malformed != 0 || n.Unmatched != 0 {
+			t.Fatalf("run %d: counters %+v", run, n)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package decode
+
+import "time"
+
+// Side is one direction of a connection: what the client sends (requests)
+// or what the broker sends (responses).
+type Side uint8
+
+const (
+	ClientSide Side = iota // client → broker: requests
+	BrokerSide             // broker → client: responses
+)
+
+func (s Side) String() string {
+	if s == ClientSide {
+		return "request"
+	}
+	return "response"
+}
+
+// Where says where a message became complete in capture order: the input
+// file (by index), the 1-based frame number in it and the capture time.
+type Where struct {
+	File  int
+	Frame int64
+	Time  time.Time
+}
+
+// Span says that the bytes of a chunk up to End (exclusive, counted from the
+// start of the chunk) became available at frame At. A chunk fed to a Conn
+// comes with its spans in order; the last one ends at len(chunk).
+type Span struct {
+	End int
+	At  Where
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	EventRequest   EventKind = iota + 1 // a whole request
+	EventResponse                       // a whole response
+	EventResync                         // framing was regained after lost or mid-stream bytes
+	EventNotKafka                       // the stream is not Kafka (Reason names it, e.g. TLS)
+	EventMalformed                      // a frame or body that does not parse (Err)
+	EventSASLToken                      // a SASL token after SaslHandshake v0: counted, never kept
+	EventTruncated                      // the stream ended inside a frame
+)
+
+// Event is one thing the decoder found on a connection.
+type Event struct {
+	Kind EventKind
+	Side Side
+	At   Where // where it became complete (for a resync: the first frame of the regained message)
+	Msg  Message
+	// Skipped is the number of bytes passed over before a resync.
+	Skipped int64
+	// Reason says why a stream is not Kafka ("TLS", "no Kafka frame …").
+	Reason string
+	Err    error
+}
+
+// Message is one Kafka request or response.
+type Message struct {
+	Size int32 // the frame size field: bytes after the 4-byte length
+	// Request is the request header: for a response, the header of the
+	// request it answers (when Matched).
+	Request RequestHeader
+	// RequestAt is where the answered request became complete (responses).
+	RequestAt Where
+	// Response is the response header (responses only).
+	Response ResponseHeader
+	// Matched is true for a response whose correlation ID matched a
+	// pending request of the connection.
+	Matched bool
+	// ErrorCode is the top-level error code of a response, when the API
+	// has one and its body was decoded (HasErrorCode).
+	ErrorCode    int16
+	HasErrorCode bool
+	// Body holds the fields the rules read, for the APIs they read.
+	Body    Body
+	HasBody bool
+	// BodyErr is why a body that should have been decoded was not (nil
+	// when it was, or when the API's body is not read).
+	BodyErr error
+}

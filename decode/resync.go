@@ -1,0 +1,230 @@
+package decode
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// verdict is what the resynchroniser thinks of a candidate frame start.
+type verdict uint8
+
+const (
+	reject verdict = iota // not a frame start
+	wait                  // plausible; the evidence that decides has not arrived yet
+	accept                // a frame start
+)
+
+// resync looks for the next frame start in a lost side's scan buffer.
+// atEnd says that no more bytes will come.
+func (c *Conn) resync(f *framer, atEnd bool) {
+	if f.side == ClientSide {
+		c.candidate = false
+	}
+	judge := c.judgeRequest
+	if f.side == BrokerSide {
+		judge = c.judgeResponse
+	}
+	for p := 0; p+8 <= len(f.scan); p++ {
+		switch judge(f.scan[p:], atEnd) {
+		case reject:
+			continue
+		case wait:
+			if f.side == ClientSide {
+				c.candidate = true
+				c.candidateCor = int32(binary.BigEndian.Uint32(f.scan[p+8:]))
+			}
+			c.cnt.SkippedBytes += int64(p)
+			f.dropScan(p)
+			c.checkNotKafka(f, atEnd)
+			return
+		case accept:
+			c.regain(f, p)
+			return
+		}
+	}
+	// No start in sight: keep only a tail that could begin one.
+	c.checkNotKafka(f, atEnd)
+	if drop := len(f.scan) - 11; drop > 0 {
+		c.cnt.SkippedBytes += int64(drop)
+		f.dropScan(drop)
+	}
+}
+
+// regain resumes framing at offset p of the scan buffer.
+func (c *Conn) regain(f *framer, p int) {
+	c.cnt.SkippedBytes += int64(p)
+	c.cnt.Resyncs++
+	skipped := f.scanAt + int64(p)
+	rest := append([]byte(nil), f.scan[p:]...)
+	spans := make([]Span, 0, len(f.marks))
+	for _, m := range f.marks {
+		if m.End > p {
+			spans = append(spans, Span{End: m.End - p, At: m.At})
+		}
+	}
+	f.lost = false
+	f.scan, f.marks, f.scanAt = f.scan[:0], f.marks[:0], 0
+	f.resetFrame()
+	if f.side == ClientSide {
+		c.candidate = false
+	}
+	c.events = append(c.events, Event{Kind: EventResync, Side: f.side, At: at(spans, 0), Skipped: skipped})
+	c.frameBytes(f, rest, spans)
+	if f.side == ClientSide {
+		c.rescanBroker()
+	}
+}
+
+// confirmCandidate accepts the client side's waiting candidate: the broker
+// answered its correlation ID.
+func (c *Conn) confirmCandidate() {
+	f := &c.side[ClientSide]
+	if !c.candidate || !f.lost {
+		return
+	}
+	c.regain(f, 0)
+}
+
+// rescanBroker looks again at a lost broker side once new requests are
+// pending: their correlation IDs are what responses are found by.
+func (c *Conn) rescanBroker() {
+	if f := &c.side[BrokerSide]; f.lost && len(f.scan) >= 8 && c.pending.len() > 0 {
+		c.resync(f, false)
+	}
+}
+
+// judgeRequest decides whether b starts a request frame. A plausible header
+// alone is fooled by body bytes (runs of zero UUIDs pass it), so a
+// candidate is accepted only with more evidence: its client ID equals the
+// one the connection already showed, the next frame parses too, or (see
+// parseResponseHead) the broker answers its correlation ID.
+func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
+	if len(b) < 12 {
+		return reject
+	}
+	size := int(int32(binary.BigEndian.Uint32(b)))
+	if size < 8 || size > int(c.opt.MaxFrameSize) {
+		return reject
+	}
+	if !c.plausibleRequestStart(b[4:], size) {
+		return reject
+	}
+	end := 4 + size
+	h, n, err := parseRequestHeader(b[4:min(len(b), end)], c.opt.Table)
+	if err == errShort {
+		if len(b) >= end || atEnd || len(b) >= c.opt.MaxScan {
+			return reject
+		}
+		return wait
+	}
+	if err != nil || n > size || !plausibleClientID(h) {
+		return reject
+	}
+	if c.knowsClientID && !h.ClientIDNull && h.ClientID == c.clientID {
+		return accept
+	}
+	named := !h.ClientIDNull && h.ClientID != ""
+	switch {
+	case len(b) >= end+12:
+		if c.plausibleRequestStart(b[end+4:], int(int32(binary.BigEndian.Uint32(b[end:])))) {
+			return accept
+		}
+		return reject
+	case atEnd:
+		if len(b) == end || len(b) < end && named {
+			return accept
+		}
+		return reject
+	case end+12 > c.opt.MaxScan:
+		// The next frame lies further than the scan may hold: decide on the
+		// header alone.
+		return accept
+	}
+	return wait
+}
+
+// plausibleRequestStart checks the fixed part of a request header (b starts
+// at the api key) against the API table: known key, valid version,
+// non-negative correlation ID, and a client ID length that fits the size.
+func (c *Conn) plausibleRequestStart(b []byte, size int) bool {
+	if len(b) < 8 || size < 8 || size > int(c.opt.MaxFrameSize) {
+		return false
+	}
+	key := int16(binary.BigEndian.Uint16(b))
+	ver := int16(binary.BigEndian.Uint16(b[2:]))
+	corr := int32(binary.BigEndian.Uint32(b[4:]))
+	api, ok := c.opt.Table.Lookup(key)
+	if !ok || !api.Valid(ver) || corr < 0 {
+		return false
+	}
+	if api.RequestHeaderVersion(ver) == 0 {
+		return true
+	}
+	if len(b) < 10 {
+		return true // the client ID length is in the next bytes
+	}
+	idLen := int(int16(binary.BigEndian.Uint16(b[8:])))
+	return idLen >= -1 && idLen <= size-10
+}
+
+// judgeResponse decides whether b starts a response frame: a size in range
+// and the correlation ID of a pending request (or of the client side's
+// waiting candidate), and then either the next frame looks like a response
+// too or the bytes end exactly where this frame does.
+func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
+	size := int(int32(binary.BigEndian.Uint32(b)))
+	if size < 4 || size > int(c.opt.MaxFrameSize) {
+		return reject
+	}
+	corr := int32(binary.BigEndian.Uint32(b[4:]))
+	if !c.pending.has(corr) && !(c.candidate && corr == c.candidateCor) {
+		return reject
+	}
+	end := 4 + size
+	switch {
+	case len(b) >= end+8:
+		nsize := int32(binary.BigEndian.Uint32(b[end:]))
+		ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
+		if nsize >= 4 && nsize <= c.opt.MaxFrameSize && (ncorr > corr || c.pending.has(ncorr)) {
+			return accept
+		}
+		return reject
+	case len(b) == end || atEnd || end+8 > c.opt.MaxScan:
+		return accept
+	}
+	return wait
+}
+
+// checkNotKafka names a connection that never showed a Kafka frame once a
+// side has held enough bytes to tell (or the stream ended).
+func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
+	if c.dead || c.side[ClientSide].synced || c.side[BrokerSide].synced {
+		return
+	}
+	seen := f.scanAt + int64(len(f.scan))
+	if looksLikeTLS(f.scan) {
+		c.notKafka(f.side, at(f.marks, 0), "TLS")
+		return
+	}
+	if seen >= notKafkaAfter || atEnd && seen > 0 && f.side == ClientSide {
+		c.notKafka(f.side, at(f.marks, 0), fmt.Sprintf("no Kafka frame in %d bytes", seen))
+	}
+}
+
+// looksLikeTLS finds two chained TLS record headers (content type 20–23,
+// version 3.x, a length that leads to the next header) in b.
+func looksLikeTLS(b []byte) bool {
+	isRecord := func(p int) bool {
+		return p+5 <= len(b) && b[p] >= 20 && b[p] <= 23 && b[p+1] == 3 && b[p+2] <= 4
+	}
+	for p := 0; p+5 <= len(b) && p < 32<<10; p++ {
+		if !isRecord(p) {
+			continue
+		}
+		l := int(binary.BigEndian.Uint16(b[p+3:]))
+		if l > 0 && l <= 18432 && isRecord(p+5+l) {
+			return true
+		}
+	}
+	return false
+}
