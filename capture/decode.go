@@ -1,0 +1,271 @@
+package capture
+
+import (
+	"encoding/binary"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// The link and IP layers are parsed by hand rather than with a
+// gopacket.DecodingLayerParser: the parser has no notion of "the IP length
+// says more than was captured" versus "trailing padding", which is exactly
+// what Cut, Padded and Malformed need, and several link types here (NULL in
+// either byte order, SLL2, raw IP by version nibble) would each need a
+// wrapper anyway. Only the TCP layer is gopacket's own, decoded in place into
+// a reused layers.TCP, because that is what reassembly.Assembler takes.
+
+// verdict is what decodeFrame made of one frame.
+type verdict uint8
+
+const (
+	isTCP       verdict = iota // a TCP segment, decoded
+	notTCP                     // not IP, not TCP, a later IP fragment, or an unknown link type
+	isMalformed                // a link, IP or TCP header is cut short or invalid
+)
+
+// Link-layer type values by number: libpcap's LINKTYPE_ values, where 12 and
+// 14 are the raw-IP DLT values some BSDs write into files.
+const (
+	linkNull     = 0
+	linkEthernet = 1
+	linkRaw12    = 12
+	linkRaw14    = 14
+	linkRaw      = 101
+	linkLoop     = 108
+	linkSLL      = 113
+	linkIPv4     = 228
+	linkIPv6     = 229
+	linkSLL2     = 276
+
+	linkUnknown = 0xffff // no such link type: decodes as not TCP
+)
+
+// EtherTypes handled; 0x9100..0x9300 are the pre-802.1ad vendor QinQ tags
+// still seen on older switches.
+const (
+	etherIPv4   = 0x0800
+	etherIPv6   = 0x86dd
+	etherDot1Q  = 0x8100
+	etherDot1AD = 0x88a8
+	etherQinQ1  = 0x9100
+	etherQinQ2  = 0x9200
+	etherQinQ3  = 0x9300
+)
+
+// IP protocol numbers of the IPv6 extension headers walked before TCP.
+const (
+	protoHopByHop = 0
+	protoTCP      = 6
+	protoRouting  = 43
+	protoFragment = 44
+	protoAH       = 51
+	protoDestOpts = 60
+)
+
+// frameInfo is what decodeFrame reports beside its verdict.
+type frameInfo struct {
+	cut    bool // the snap length cut the TCP payload
+	padded bool // bytes after the IP packet were trimmed
+}
+
+// decodeFrame decodes one frame of the given link type. For a TCP segment it
+// fills tcp (whose Payload aliases data, trimmed to the IP length) and flow.
+func decodeFrame(link layers.LinkType, data []byte, tcp *layers.TCP, flow *gopacket.Flow) (verdict, frameInfo) {
+	ipb, version, v := linkPayload(link, data)
+	if v != isTCP {
+		return v, frameInfo{}
+	}
+	var (
+		seg      []byte // the TCP segment as captured, trimmed to the IP length
+		declared int    // the TCP segment's length according to the IP header
+		info     frameInfo
+	)
+	switch version {
+	case 4:
+		seg, declared, v, info = ipv4(ipb, flow)
+	case 6:
+		seg, declared, v, info = ipv6(ipb, flow)
+	default:
+		return notTCP, frameInfo{}
+	}
+	if v != isTCP {
+		return v, frameInfo{}
+	}
+	// The TCP header must be whole: a segment whose header the snap length
+	// cut cannot be placed in its stream.
+	if len(seg) < 20 {
+		return isMalformed, frameInfo{}
+	}
+	hlen := int(seg[12]>>4) * 4
+	if hlen < 20 || hlen > declared || hlen > len(seg) {
+		return isMalformed, frameInfo{}
+	}
+	if err := tcp.DecodeFromBytes(seg, gopacket.NilDecodeFeedback); err != nil {
+		return isMalformed, frameInfo{}
+	}
+	info.cut = len(seg) < declared
+	return isTCP, info
+}
+
+// linkPayload strips the link-layer header and returns the IP packet with
+// its version (4 or 6), as the link header says.
+func linkPayload(link layers.LinkType, b []byte) (ip []byte, version int, v verdict) {
+	switch link {
+	case linkEthernet:
+		if len(b) < 14 {
+			return nil, 0, isMalformed
+		}
+		return etherPayload(binary.BigEndian.Uint16(b[12:14]), b[14:])
+	case linkSLL:
+		if len(b) < 16 {
+			return nil, 0, isMalformed
+		}
+		return etherPayload(binary.BigEndian.Uint16(b[14:16]), b[16:])
+	case linkSLL2:
+		if len(b) < 20 {
+			return nil, 0, isMalformed
+		}
+		return etherPayload(binary.BigEndian.Uint16(b[0:2]), b[20:])
+	case linkNull, linkLoop:
+		// NULL stores the address family in the capturing host's byte order,
+		// LOOP in network order; families are small numbers, so whichever
+		// reading fits in 16 bits is the right one.
+		if len(b) < 4 {
+			return nil, 0, isMalformed
+		}
+		fam := binary.LittleEndian.Uint32(b[0:4])
+		if fam > 0xffff {
+			fam = binary.BigEndian.Uint32(b[0:4])
+		}
+		switch fam {
+		case 2: // AF_INET everywhere
+			return b[4:], 4, isTCP
+		case 24, 28, 30: // AF_INET6 on NetBSD/OpenBSD, FreeBSD, Darwin
+			return b[4:], 6, isTCP
+		}
+		return nil, 0, notTCP
+	case linkRaw, linkRaw12, linkRaw14:
+		if len(b) == 0 {
+			return nil, 0, isMalformed
+		}
+		switch b[0] >> 4 {
+		case 4:
+			return b, 4, isTCP
+		case 6:
+			return b, 6, isTCP
+		}
+		return nil, 0, isMalformed
+	case linkIPv4:
+		return b, 4, isTCP
+	case linkIPv6:
+		return b, 6, isTCP
+	}
+	return nil, 0, notTCP
+}
+
+// etherPayload follows VLAN tags, any number of them, to the IP packet.
+// Every tag consumes four bytes, so the loop ends with the frame.
+func etherPayload(et uint16, b []byte) ([]byte, int, verdict) {
+	for et == etherDot1Q || et == etherDot1AD || et == etherQinQ1 || et == etherQinQ2 || et == etherQinQ3 {
+		if len(b) < 4 {
+			return nil, 0, isMalformed
+		}
+		et = binary.BigEndian.Uint16(b[2:4])
+		b = b[4:]
+	}
+	switch et {
+	case etherIPv4:
+		return b, 4, isTCP
+	case etherIPv6:
+		return b, 6, isTCP
+	}
+	return nil, 0, notTCP
+}
+
+// ipv4 parses an IPv4 header (options included) and returns the TCP segment.
+func ipv4(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
+	if len(b) < 20 || b[0]>>4 != 4 {
+		return nil, 0, isMalformed, info
+	}
+	ihl := int(b[0]&0x0f) * 4
+	if ihl < 20 || ihl > len(b) {
+		return nil, 0, isMalformed, info
+	}
+	total := int(binary.BigEndian.Uint16(b[2:4]))
+	if total == 0 {
+		// A total length of 0 is what a host capturing its own TSO/GSO
+		// sends looks like: the NIC fills the length in later. Wireshark
+		// then takes the captured length; so do we.
+		total = len(b)
+	}
+	if total < ihl {
+		return nil, 0, isMalformed, info
+	}
+	if binary.BigEndian.Uint16(b[6:8])&0x1fff != 0 {
+		return nil, 0, notTCP, info // a later fragment: no TCP header in it
+	}
+	if b[9] != protoTCP {
+		return nil, 0, notTCP, info
+	}
+	if len(b) > total {
+		b = b[:total]
+		info.padded = true
+	}
+	*flow = gopacket.NewFlow(layers.EndpointIPv4, b[12:16], b[16:20])
+	return b[ihl:], total - ihl, isTCP, info
+}
+
+// ipv6 parses an IPv6 header and the extension headers before TCP, and
+// returns the TCP segment.
+func ipv6(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
+	if len(b) < 40 || b[0]>>4 != 6 {
+		return nil, 0, isMalformed, info
+	}
+	plen := int(binary.BigEndian.Uint16(b[4:6]))
+	next := b[6]
+	src, dst := b[8:24], b[24:40]
+	rest := b[40:]
+	if plen == 0 {
+		// A jumbogram, or TSO on the capturing host as for IPv4: the
+		// captured bytes are all there is to go by.
+		plen = len(rest)
+	}
+	if len(rest) > plen {
+		rest = rest[:plen]
+		info.padded = true
+	}
+	for next != protoTCP {
+		var hlen int
+		switch next {
+		case protoHopByHop, protoRouting, protoDestOpts:
+			if len(rest) < 8 {
+				return nil, 0, isMalformed, info
+			}
+			hlen = (int(rest[1]) + 1) * 8
+		case protoAH:
+			if len(rest) < 8 {
+				return nil, 0, isMalformed, info
+			}
+			hlen = (int(rest[1]) + 2) * 4
+		case protoFragment:
+			if len(rest) < 8 {
+				return nil, 0, isMalformed, info
+			}
+			if binary.BigEndian.Uint16(rest[2:4])>>3 != 0 {
+				return nil, 0, notTCP, info // a later fragment
+			}
+			hlen = 8
+		default:
+			return nil, 0, notTCP, info
+		}
+		if hlen > len(rest) || hlen > plen {
+			return nil, 0, isMalformed, info
+		}
+		next = rest[0]
+		rest = rest[hlen:]
+		plen -= hlen
+	}
+	*flow = gopacket.NewFlow(layers.EndpointIPv6, src, dst)
+	return rest, plen, isTCP, info
+}

@@ -1,0 +1,31 @@
+// Package capture is kidscope's packet source: it turns capture files into
+// the TCP segments the reassembly stage consumes, and knows nothing of Kafka.
+//
+// It owns:
+//
+//   - opening inputs: classic pcap (either byte order, micro- or nanosecond
+//     timestamps) and pcapng (several interfaces with different link types),
+//     each possibly gzip-compressed, from files or standard input, told apart
+//     by their first bytes rather than by file names;
+//   - merging several inputs into one stream in capture-time order, while
+//     keeping each file's own order (a pcapng may go back in time);
+//   - frame numbering: 1-based per input file, counting every frame, TCP or
+//     not, the way Wireshark does, so a finding can be looked up there;
+//   - link, IP and TCP header parsing (Ethernet with any depth of 802.1Q and
+//     802.1ad tags, Linux SLL and SLL2, BSD NULL and LOOP, raw IPv4/IPv6;
+//     IPv4 options, IPv6 extension headers) into gopacket TCP layers and
+//     network flows ready for gopacket's reassembly.Assembler;
+//   - bad input: a truncated file, a frame cut by the snap length or a
+//     malformed header is counted or recorded with its file and frame, and
+//     reading goes on; nothing in a file can make the reader panic.
+//
+// Hot path: each file is read with pcapgo's zero-copy reads and decoded into
+// layer structs that are reused, so reading allocates nothing per packet. The
+// one exception is inside pcapgo: its pcapng reader boxes each packet's link
+// type into an interface, which allocates for link types of 256 and above
+// (SLL2, as dumpcap writes for "-i any"). Several files are merged without
+// copying: a file is read on only after its last packet was handed out, at
+// the next call to Next, so that packet's bytes stay valid until then.
+//
+// Live capture and the capture filter, when they come, belong here too.
+package capture

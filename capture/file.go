@@ -1,0 +1,443 @@
+package capture
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// Read buffer of each input. pcapgo's readers take a *bufio.Reader of at
+// least 4 KiB as it is instead of wrapping it again, so this is the only
+// buffer between the file and the packet bytes. Many inputs (a directory of
+// rotated captures) get smaller ones, so memory stays near what one large
+// file needs.
+const (
+	bufferSize      = 256 << 10
+	smallBufferSize = 64 << 10
+	manyFiles       = 8
+)
+
+// FrameError is a problem with one frame of one input file, such as a file
+// that ends in the middle of a packet record. Frame is the 1-based number of
+// the frame that could not be read.
+type FrameError struct {
+	File  string
+	Frame int64
+	Err   error
+}
+
+func (e *FrameError) Error() string {
+	return "read " + e.File + ": frame " + strconv.FormatInt(e.Frame, 10) + ": " + e.Err.Error()
+}
+
+func (e *FrameError) Unwrap() error { return e.Err }
+
+// errTruncated* wrap io.ErrUnexpectedEOF so callers can test for a
+// truncated file with errors.Is while the message says what happened.
+var (
+	errTruncatedRecord = &truncatedError{"truncated file: packet record cut short"}
+	errTruncatedBlock  = &truncatedError{"truncated file: block cut short"}
+)
+
+type truncatedError struct{ msg string }
+
+func (e *truncatedError) Error() string { return e.msg }
+func (e *truncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// Reader reads TCP segments from one or more capture files, merged in
+// capture-time order. It is not safe for concurrent use, except BytesRead.
+type Reader struct {
+	srcs     []*source
+	heap     []*source // sources with a head packet: a min-heap on (time, file)
+	last     *source   // source of the packet Next returned last; advanced on the next call
+	primed   bool
+	closed   bool
+	stats    Stats
+	problems []error
+	read     atomic.Int64 // file bytes consumed, over all inputs
+}
+
+// packetSource is what both pcapgo readers offer.
+type packetSource interface {
+	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+}
+
+// source is one input file.
+type source struct {
+	index  int
+	name   string
+	closer io.Closer // nil for stdin: the caller owns it
+	br     *bufio.Reader
+	pos    *countingReader // the bytes under br, decompressed: br's position is pos.n - br.Buffered()
+	pr     packetSource
+	ng     bool            // pcapng: the link type comes with each packet
+	link   layers.LinkType // classic pcap: the file's link type
+	frame  int64           // frames read so far
+	head   Packet          // the next TCP packet of this file, when it is in the heap
+	tcp    layers.TCP      // head.TCP points here
+}
+
+// countingReader counts the bytes read through it, and adds them to total
+// when total is set (the progress counter, read from other goroutines).
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	total *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.total != nil {
+		c.total.Add(int64(n))
+	}
+	return n, err
+}
+
+// Open opens the named capture files, "-" meaning stdin, and reads their
+// headers. The format of each (pcap or pcapng, gzip-compressed or not) is
+// told from its first bytes. An input that cannot be opened or is not a
+// capture file is an error naming it; nothing is left open then.
+func Open(paths []string, stdin io.Reader) (*Reader, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("capture: no input files")
+	}
+	r := &Reader{}
+	bufSize := bufferSize
+	if len(paths) > manyFiles {
+		bufSize = smallBufferSize
+	}
+	sawStdin := false
+	for i, path := range paths {
+		var (
+			raw    io.Reader
+			closer io.Closer
+			name   = path
+		)
+		if path == "-" {
+			name = "stdin"
+			switch {
+			case sawStdin:
+				r.Close()
+				return nil, errors.New("read stdin: named more than once")
+			case stdin == nil:
+				r.Close()
+				return nil, errors.New("read stdin: no standard input")
+			}
+			sawStdin = true
+			raw = stdin
+		} else {
+			f, err := os.Open(path)
+			if err != nil {
+				r.Close()
+				return nil, err
+			}
+			raw, closer = f, f
+		}
+		s, err := r.newSource(i, name, raw, bufSize)
+		if err != nil {
+			if closer != nil {
+				closer.Close()
+			}
+			r.Close()
+			return nil, err
+		}
+		s.closer = closer
+		r.srcs = append(r.srcs, s)
+	}
+	return r, nil
+}
+
+// newSource detects the format of raw and reads its file header.
+func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (*source, error) {
+	fail := func(format string, args ...any) error {
+		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf(format, args...)}
+	}
+	s := &source{index: index, name: name}
+	s.head.TCP = &s.tcp
+	s.pos = &countingReader{r: raw, total: &r.read}
+	s.br = bufio.NewReaderSize(s.pos, bufSize)
+	compressed := false
+	if m, _ := s.br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(s.br)
+		if err != nil {
+			return nil, fail("gzip: %v", err)
+		}
+		compressed = true
+		// From here on positions are in decompressed bytes; the raw
+		// counter below keeps feeding BytesRead.
+		s.pos = &countingReader{r: zr}
+		s.br = bufio.NewReaderSize(s.pos, bufSize)
+	}
+	magic, err := s.br.Peek(4)
+	if len(magic) < 4 {
+		what := "gzip-compressed "
+		if !compressed {
+			what = ""
+		}
+		switch {
+		case err != nil && err != io.EOF:
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return nil, err // the file's own error, such as "is a directory"
+			}
+			if compressed && err == io.ErrUnexpectedEOF {
+				return nil, fail("gzip: %v", err)
+			}
+			return nil, fail("%v", err)
+		case len(magic) == 0:
+			return nil, fail("not a pcap or pcapng file (%sfile is empty)", what)
+		default:
+			return nil, fail("not a pcap or pcapng file (%sfile is %d bytes long)", what, len(magic))
+		}
+	}
+	switch {
+	case string(magic) == "\x0a\x0d\x0d\x0a":
+		ng, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		if err != nil {
+			return nil, headerError(fail, "pcapng", err)
+		}
+		s.pr, s.ng = ng, true
+	case isPcapMagic(magic):
+		pr, err := pcapgo.NewReader(s.br)
+		if err != nil {
+			return nil, headerError(fail, "pcap", err)
+		}
+		s.pr, s.link = pr, pr.LinkType()
+	default:
+		if compressed {
+			return nil, fail("not a pcap or pcapng file (gzip-compressed, starts with % x)", magic)
+		}
+		return nil, fail("not a pcap or pcapng file (starts with % x)", magic)
+	}
+	return s, nil
+}
+
+// isPcapMagic reports whether b starts with a classic pcap magic number:
+// microsecond or nanosecond timestamps, written little- or big-endian.
+func isPcapMagic(b []byte) bool {
+	switch string(b[:4]) {
+	case "\xd4\xc3\xb2\xa1", "\xa1\xb2\xc3\xd4", "\x4d\x3c\xb2\xa1", "\xa1\xb2\x3c\x4d":
+		return true
+	}
+	return false
+}
+
+func headerError(fail func(string, ...any) error, format string, err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return fail("truncated %s file header", format)
+	}
+	return fail("%s file header: %v", format, err)
+}
+
+// Next stores the next TCP segment in p: from the only file as it comes, or,
+// with several files, the one with the earliest timestamp among the next
+// segment of each file (the earlier file on a tie). Each file's own order is
+// kept even where its timestamps go backwards. Frames that do not carry TCP
+// are counted in Stats and skipped. At the end Next returns io.EOF; a file
+// that cannot be read to its end is dropped and recorded in Problems, and
+// does not make Next fail.
+//
+// p's TCP layer and payload belong to the Reader and are valid until the
+// next call to Next.
+func (r *Reader) Next(p *Packet) error {
+	if r.closed {
+		return errors.New("capture: Next on a closed Reader")
+	}
+	if !r.primed {
+		r.primed = true
+		for _, s := range r.srcs {
+			if r.advance(s) {
+				r.heap = append(r.heap, s)
+				r.up(len(r.heap) - 1)
+			}
+		}
+	} else if r.last != nil {
+		// The file whose packet was handed out last is read only now, so
+		// that packet's bytes stayed valid until this call: the per-file
+		// zero-copy buffers need no copy for the merge.
+		if r.advance(r.last) {
+			r.down(0)
+		} else {
+			r.pop()
+		}
+		r.last = nil
+	}
+	if len(r.heap) == 0 {
+		return io.EOF
+	}
+	s := r.heap[0]
+	*p = s.head
+	r.last = s
+	return nil
+}
+
+// advance reads s up to its next TCP segment and stores it in s.head. It
+// returns false at the end of the file or when the file cannot be read on.
+func (r *Reader) advance(s *source) bool {
+	for {
+		before := s.pos.n - int64(s.br.Buffered())
+		data, ci, err := s.pr.ZeroCopyReadPacketData()
+		if err != nil {
+			// pcapgo's pcap reader reports a file that ends right after a
+			// record header as a plain io.EOF: there only an end where no
+			// byte was taken is a clean one. Its pcapng reader gets this
+			// right, and may take whole non-packet blocks before a clean
+			// end.
+			if err == io.EOF && (s.ng || s.pos.n-int64(s.br.Buffered()) == before) {
+				return false
+			}
+			r.fileProblem(s, err)
+			return false
+		}
+		s.frame++
+		r.stats.Packets++
+		r.stats.Bytes += int64(len(data))
+		link := s.link
+		if s.ng {
+			// pcapgo puts each packet's interface link type here; anything
+			// else would be a bug there, and is read as an unknown link.
+			// (Boxing a link type of 256 or more, such as SLL2, into this
+			// interface costs pcapgo one small allocation per packet; the
+			// interface index alone cannot be trusted across sections.)
+			link = linkUnknown
+			if len(ci.AncillaryData) > 0 {
+				if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
+					link = lt
+				}
+			}
+		}
+		v, info := decodeFrame(link, data, &s.tcp, &s.head.Network)
+		switch v {
+		case notTCP:
+			r.stats.NotTCP++
+			continue
+		case isMalformed:
+			r.stats.Malformed++
+			continue
+		}
+		r.stats.TCP++
+		if info.padded {
+			r.stats.Padded++
+		}
+		if info.cut {
+			r.stats.Cut++
+		}
+		s.head.File = s.index
+		s.head.Frame = s.frame
+		s.head.Time = ci.Timestamp
+		s.head.Cut = info.cut
+		s.head.WireLength = ci.Length
+		return true
+	}
+}
+
+// fileProblem records why s could not be read to its end.
+func (r *Reader) fileProblem(s *source, err error) {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = errTruncatedRecord
+		if s.ng {
+			err = errTruncatedBlock
+		}
+	}
+	r.problems = append(r.problems, &FrameError{File: s.name, Frame: s.frame + 1, Err: err})
+}
+
+// before orders heads by time, then by file index.
+func before(a, b *source) bool {
+	if c := a.head.Time.Compare(b.head.Time); c != 0 {
+		return c < 0
+	}
+	return a.index < b.index
+}
+
+func (r *Reader) up(i int) {
+	h := r.heap
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !before(h[i], h[parent]) {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (r *Reader) down(i int) {
+	h := r.heap
+	for {
+		least := i
+		if l := 2*i + 1; l < len(h) && before(h[l], h[least]) {
+			least = l
+		}
+		if rt := 2*i + 2; rt < len(h) && before(h[rt], h[least]) {
+			least = rt
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+func (r *Reader) pop() {
+	n := len(r.heap) - 1
+	r.heap[0] = r.heap[n]
+	r.heap[n] = nil
+	r.heap = r.heap[:n]
+	r.down(0)
+}
+
+// Stats returns the counters so far. Inputs are read one packet ahead of
+// what Next has returned, so the counts may include that packet.
+func (r *Reader) Stats() Stats { return r.stats }
+
+// Problems returns what stopped a file before its end, one *FrameError per
+// file, naming the file and the frame.
+func (r *Reader) Problems() []error {
+	return append([]error(nil), r.problems...)
+}
+
+// Files returns the input names in the order given, stdin shown as "stdin";
+// Packet.File indexes this list.
+func (r *Reader) Files() []string {
+	names := make([]string, len(r.srcs))
+	for i, s := range r.srcs {
+		names[i] = s.name
+	}
+	return names
+}
+
+// BytesRead returns how many bytes of the inputs were consumed so far, as
+// stored (compressed bytes for a gzip file), counted in read-ahead chunks.
+// It is meant for a progress bar and may be called from any goroutine.
+func (r *Reader) BytesRead() int64 { return r.read.Load() }
+
+// Close closes the input files (not stdin, which the caller owns).
+func (r *Reader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var first error
+	for _, s := range r.srcs {
+		if s.closer != nil {
+			if err := s.closer.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	r.heap, r.last = nil, nil
+	return first
+}

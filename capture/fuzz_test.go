@@ -1,0 +1,70 @@
+package capture
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+)
+
+// FuzzReader feeds arbitrary bytes as a capture file through Open and Next:
+// nothing may panic, Next may only end with io.EOF, and what it returns must
+// be consistent with the counters.
+func FuzzReader(f *testing.F) {
+	frames := [][]byte{
+		ether(f, segA.ip4(f), layers.EthernetTypeQinQ, layers.EthernetTypeDot1Q),
+		ether(f, seg6.ip6Ext(f, []layers.IPProtocol{layers.IPProtocolIPv6HopByHop, layers.IPProtocolIPv6Fragment}, [][]byte{extHopByHop, extFragFirst})),
+		arpFrame(f),
+	}
+	pcap := pcapBytes(f, layers.LinkTypeEthernet, false, recs(frames...))
+	ng := ngBytes(f, []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2, layers.LinkTypeNull}, []rec{
+		{ts: t0, data: frames[0]},
+		{ts: t0.Add(1), data: sll2(segB.ip4(f)), iface: 1},
+		{ts: t0.Add(2), data: null(binary.BigEndian, 30, seg6.ip6(f)), iface: 2},
+	})
+	f.Add(pcap)
+	f.Add(ng)
+	f.Add(gzipBytes(f, pcap))
+	f.Add(pcapBigEndian(layers.LinkTypeRaw, true, recs(segA.ip4(f), ip4Options(f, segB))))
+	f.Add(pcapBytes(f, layers.LinkTypeLinuxSLL, false, []rec{{ts: t0, data: sll(segA.ip4(f))[:50], wire: 80}}))
+	f.Add(pcap[:len(pcap)-7])
+	f.Add([]byte("Hello, world"))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Open([]string{"-"}, bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		var (
+			p        Packet
+			n, frame int64
+		)
+		for {
+			err := r.Next(&p)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("Next: %v", err)
+			}
+			n++
+			if p.Frame <= frame {
+				t.Fatalf("frame %d after frame %d", p.Frame, frame)
+			}
+			frame = p.Frame
+			if p.TCP == nil || int(p.TCP.DataOffset)*4 < 20 {
+				t.Fatalf("frame %d: bad TCP layer %+v", p.Frame, p.TCP)
+			}
+		}
+		st := r.Stats()
+		if st.TCP != n || st.Packets != st.TCP+st.NotTCP+st.Malformed || st.Cut > st.TCP || st.Padded > st.TCP {
+			t.Fatalf("inconsistent stats %+v after %d packets", st, n)
+		}
+		if len(r.Problems()) > 1 {
+			t.Fatalf("problems %v: one file stops at most once", r.Problems())
+		}
+	})
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/report"
+)
+
+func newFramesCmd() *cobra.Command {
+	var in inputFlags
+	cmd := &cobra.Command{
+		Use:   "frames FILE...",
+		Short: "List every Kafka request and response in captures, like tshark -T fields",
+		Long: `frames lists one line per Kafka request and response: file, frame (1-based per file,
+as Wireshark counts), connection, direction, API key, name and version, correlation ID,
+client ID, the header's client instance ID (KIP-1313 tag 0) and the error code of
+responses whose body kidscope reads. A summary line closes the list.
+Several files are merged in time order; "-" reads standard input.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			opt, form, err := in.options(files)
+			if err != nil {
+				return usageError(err)
+			}
+			opt.Stdin = cmd.InOrStdin()
+			w, err := report.NewFramesWriter(cmd.OutOrStdout(), in.output)
+			if err != nil {
+				return usageError(err)
+			}
+			sink := &framesSink{w: w, form: form, names: displayNames(files)}
+			sum, err := pipeline.Run(cmd.Context(), opt, sink)
+			if err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
+			if sink.err != nil {
+				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", sink.err)}
+			}
+			fs := report.NewFramesSummary(&sum)
+			if err := w.Finish(fs); err != nil {
+				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
+			}
+			if in.output == "csv" {
+				fmt.Fprintln(os.Stderr, fs.String())
+			}
+			return finalStatus(&sum, exitOK)
+		},
+	}
+	in.register(cmd, "table, json, ndjson, csv")
+	return cmd
+}
+
+// finalStatus reports input problems that did not stop the run and picks
+// the exit code: 130 when interrupted, 2 when an input could not be read
+// to its end, else code.
+func finalStatus(sum *pipeline.Summary, code int) error {
+	for _, p := range sum.Problems {
+		fmt.Fprintln(os.Stderr, "kidscope:", p)
+	}
+	switch {
+	case sum.Interrupted:
+		return &exitError{code: exitInterrupted}
+	case len(sum.Problems) > 0:
+		return &exitError{code: exitBadInput}
+	case code != exitOK:
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func displayNames(files []string) []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		if f == "-" {
+			f = "stdin"
+		}
+		out[i] = f
+	}
+	return out
+}
+
+type framesSink struct {
+	w     report.FramesWriter
+	form  report.UUIDForm
+	names []string
+	rec   report.FrameRecord
+	err   error
+}
+
+func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
+	if s.err != nil || e.Kind != decode.EventRequest && e.Kind != decode.EventResponse {
+		return
+	}
+	file := ""
+	if e.At.File < len(s.names) {
+		file = s.names[e.At.File]
+	}
+	s.rec = report.NewFrameRecord(file, c, e, s.form)
+	s.err = s.w.Add(&s.rec)
+}
+
+func (s *framesSink) Closed(*pipeline.Conn) {}

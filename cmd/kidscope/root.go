@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kidscope",
+		Short: "Check Kafka client-instance-ID, telemetry and member-ID rules in packet captures",
+		Long: `kidscope reads packet captures (pcap, pcapng, gzip) or live interfaces, reassembles TCP,
+decodes the Kafka protocol and reports, per connection, violations of the client
+instance ID rules (KIP-1313), telemetry ID mismatches (KIP-714) and group
+member-ID mistakes (KIP-394, KIP-1082).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newFramesCmd(), newVersionCmd())
+	return root
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := "(devel)"
+			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+				v = bi.Main.Version
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "kidscope", v)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	topicOrders   = "kidscope-orders"
+	topicPayments = "kidscope-payments"
+
+	nOrders   = 200
+	nPayments = 100
+)
+
+// scenario is one client workload, captured into <name>.pcap.
+type scenario struct {
+	name string
+	run  func(ctx context.Context) (string, error)
+	want []int16 // API keys the capture must hold requests of
+}
+
+var scenarios = []scenario{
+	{
+		name: "producer",
+		run:  runProducer,
+		want: []int16{0, 3, 18, 22, 71, 72},
+	},
+	{
+		name: "group-classic",
+		run:  runGroupClassic,
+		want: []int16{1, 3, 8, 9, 10, 11, 12, 13, 14, 18, 71, 72},
+	},
+	{
+		name: "group-848",
+		run:  runGroup848,
+		want: []int16{1, 3, 8, 9, 10, 18, 68, 71, 72},
+	},
+	{
+		name: "admin",
+		run:  runAdmin,
+		want: []int16{2, 3, 9, 15, 16, 18, 19, 20, 32},
+	},
+}
+
+// keyHook counts the requests a client wrote and the responses it read, by
+// API key, so a scenario can wait for the requests it is there to show
+// instead of sleeping for a guessed time.
+type keyHook struct {
+	mu      sync.Mutex
+	changed chan struct{}
+	written map[int16]int
+	read    map[int16]int
+}
+
+func newKeyHook() *keyHook {
+	return &keyHook{changed: make(chan struct{}), written: map[int16]int{}, read: map[int16]int{}}
+}
+
+func (h *keyHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.written[key]++
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+}
+
+func (h *keyHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	h.read[key]++
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+}
+
+// waitRead waits until the client has read at least n responses for each
+// key.
+func (h *keyHook) waitRead(ctx context.Context, n int, keys ...int16) error {
+	for {
+		h.mu.Lock()
+		var missing []int16
+		for _, k := range keys {
+			if h.read[k] < n {
+				missing = append(missing, k)
+			}
+		}
+		ch := h.changed
+		h.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d responses to keys %v: %w", n, missing, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+func (h *keyHook) wrote(key int16) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.written[key]
+}
+
+func (h *keyHook) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys := sortedKeys(h.written)
+	s := "client wrote"
+	for _, k := range keys {
+		s += fmt.Sprintf(" %d×%d", h.written[k], k)
+	}
+	return s
+}
+
+func newClient(clientID string, hook *keyHook, opts ...kgo.Opt) (*kgo.Client, error) {
+	base := []kgo.Opt{
+		kgo.SeedBrokers(seedBrokers()...),
+		kgo.ClientID(clientID),
+		kgo.WithHooks(hook),
+	}
+	return kgo.NewClient(append(base, opts...)...)
+}
+
+// closeWithTelemetry closes cl and checks that it sent its final KIP-714
+// PushTelemetry (Terminating) on the way out.
+func closeWithTelemetry(cl *kgo.Client, hook *keyHook) error {
+	cl.Close()
+	if hook.wrote(int16(kmsg.PushTelemetry)) == 0 {
+		return errors.New("client closed without sending PushTelemetry")
+	}
+	return nil
+}
+
+// runProducer produces a few hundred small records to two topics with the
+// defaults: acks=all and idempotence, so InitProducerID comes first.
+func runProducer(ctx context.Context) (string, error) {
+	hook := newKeyHook()
+	cl, err := newClient("kidscope-producer", hook,
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5*time.Millisecond),
+	)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+
+	// A few bursts, so there are several Produce requests and batches.
+	const bursts = 6
+	for b := 0; b < bursts; b++ {
+		var recs []*kgo.Record
+		for i := b * nOrders / bursts; i < (b+1)*nOrders/bursts; i++ {
+			recs = append(recs, &kgo.Record{
+				Topic: topicOrders,
+				Key:   fmt.Appendf(nil, "order-%d", i),
+				Value: fmt.Appendf(nil, `{"id":%d,"qty":%d}`, i, i%7+1),
+			})
+		}
+		for i := b * nPayments / bursts; i < (b+1)*nPayments/bursts; i++ {
+			recs = append(recs, &kgo.Record{
+				Topic:   topicPayments,
+				Key:     fmt.Appendf(nil, "order-%d", i*2),
+				Value:   fmt.Appendf(nil, `{"amount":%d}`, 100+i),
+				Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("kidscope")}},
+			})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return "", fmt.Errorf("producing: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Telemetry starts once the client has produced: it asks for its
+	// subscription, and pushes a final (terminating) report on close.
+	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
+		return "", fmt.Errorf("%w (%s)", err, hook)
+	}
+	if err := closeWithTelemetry(cl, hook); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("produced %d records; %s", nOrders+nPayments, hook), nil
+}
+
+// consume polls cl until it has all records of both topics.
+func consume(ctx context.Context, cl *kgo.Client) (int, error) {
+	want := nOrders + nPayments
+	got := 0
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return got, fmt.Errorf("consumed %d of %d records: %w", got, want, err)
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetching %s[%d]: %w", t, p, err) })
+		if ferr != nil {
+			return got, ferr
+		}
+		got += fs.NumRecords()
+	}
+	return got, nil
+}
+
+// runGroupClassic consumes both topics as a member of a classic consumer group
+// (JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit, LeaveGroup).
+func runGroupClassic(ctx context.Context) (string, error) {
+	hook := newKeyHook()
+	cl, err := newClient("kidscope-group-classic", hook,
+		kgo.ConsumerGroup("kidscope-classic"),
+		kgo.ConsumeTopics(topicOrders, topicPayments),
+		kgo.HeartbeatInterval(300*time.Millisecond),
+		kgo.AutoCommitInterval(500*time.Millisecond),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	got, err := consume(ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	if err := hook.waitRead(ctx, 2, int16(kmsg.Heartbeat)); err != nil {
+		return "", fmt.Errorf("%w (%s)", err, hook)
+	}
+	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
+		return "", fmt.Errorf("%w (%s)", err, hook)
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		return "", fmt.Errorf("committing: %w", err)
+	}
+	if err := closeWithTelemetry(cl, hook); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("consumed %d records; %s", got, hook), nil
+}
+
+// runGroup848 consumes both topics as a member of a KIP-848 consumer group:
+// the broker assigns partitions through ConsumerGroupHeartbeat.
+func runGroup848(ctx context.Context) (string, error) {
+	hook := newKeyHook()
+	cl, err := newClient("kidscope-group-848", hook,
+		kgo.ConsumerGroup("kidscope-848"),
+		kgo.ConsumeTopics(topicOrders, topicPayments),
+		kgo.ServerSideBalancer(),
+		kgo.AutoCommitInterval(500*time.Millisecond),
+		kgo.FetchMaxWait(200*time.Millisecond),
+	)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	got, err := consume(ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	if err := hook.waitRead(ctx, 3, int16(kmsg.ConsumerGroupHeartbeat)); err != nil {
+		return "", fmt.Errorf("%w (%s)", err, hook)
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		return "", fmt.Errorf("committing: %w", err)
+	}
+	if err := closeWithTelemetry(cl, hook); err != nil {
+		return "", err
+	}
+	if hook.wrote(int16(kmsg.JoinGroup)) > 0 {
+		return "", errors.New("the KIP-848 consumer fell back to the classic protocol (JoinGroup sent)")
+	}
+	return fmt.Sprintf("consumed %d records; %s", got, hook), nil
+}
+
+// runAdmin uses kadm: create topics, describe configs, list and describe
+// groups, list offsets, fetch a group's offsets, delete a topic.
+func runAdmin(ctx context.Context) (string, error) {
+	hook := newKeyHook()
+	cl, err := newClient("kidscope-admin", hook)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	const topicA, topicB = "kidscope-admin-a", "kidscope-admin-b"
+	created, err := adm.CreateTopics(ctx, 3, 3, map[string]*string{"retention.ms": kadm.StringPtr("3600000")}, topicA, topicB)
+	if err != nil {
+		return "", fmt.Errorf("creating topics: %w", err)
+	}
+	if err := created.Error(); err != nil {
+		return "", fmt.Errorf("creating topics: %w", err)
+	}
+	cfgs, err := adm.DescribeTopicConfigs(ctx, topicA, topicOrders)
+	if err != nil {
+		return "", fmt.Errorf("describing topic configs: %w", err)
+	}
+	for _, c := range cfgs {
+		if c.Err != nil {
+			return "", fmt.Errorf("describing configs of %s: %w", c.Name, c.Err)
+		}
+	}
+	if _, err := adm.DescribeBrokerConfigs(ctx, 0); err != nil {
+		return "", fmt.Errorf("describing broker configs: %w", err)
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing groups: %w", err)
+	}
+	if _, err := adm.DescribeGroups(ctx, groups.Groups()...); err != nil {
+		return "", fmt.Errorf("describing groups: %w", err)
+	}
+	if _, err := adm.ListStartOffsets(ctx, topicOrders, topicPayments); err != nil {
+		return "", fmt.Errorf("listing start offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topicOrders, topicPayments)
+	if err != nil {
+		return "", fmt.Errorf("listing end offsets: %w", err)
+	}
+	if err := ends.Error(); err != nil {
+		return "", fmt.Errorf("listing end offsets: %w", err)
+	}
+	if _, err := adm.FetchOffsets(ctx, "kidscope-classic"); err != nil {
+		return "", fmt.Errorf("fetching group offsets: %w", err)
+	}
+	deleted, err := adm.DeleteTopics(ctx, topicB)
+	if err != nil {
+		return "", fmt.Errorf("deleting topic: %w", err)
+	}
+	if err := deleted.Error(); err != nil {
+		return "", fmt.Errorf("deleting topic: %w", err)
+	}
+	cl.Close()
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	return fmt.Sprintf("groups %v, %d records in the seeded topics; %s", groups.Groups(), total, hook), nil
+}

@@ -1,0 +1,202 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"time"
+
+	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/reassembly"
+)
+
+// Options say what to read and how.
+type Options struct {
+	Files      []string  // capture files; "-" is Stdin
+	Stdin      io.Reader // read for "-"
+	Reassembly reassembly.Options
+	Decode     decode.Options
+}
+
+// Conn is what the pipeline knows of one connection; it is handed to the
+// Sink with every event and stays valid for the whole run.
+type Conn struct {
+	ID        int
+	Client    netip.AddrPort
+	Broker    netip.AddrPort
+	MidStream bool // the capture missed the start of the client's requests
+	First     decode.Where
+	Gaps      int
+	// NotKafka names what the connection carries when it is not Kafka
+	// ("TLS", …); empty for Kafka.
+	NotKafka string
+	Close    reassembly.CloseInfo
+	// Counters are the decoder's totals, final once Closed was called.
+	Counters decode.Counters
+	ClientID string
+
+	dec *decode.Conn
+}
+
+// Sink receives the decoded events in capture order.
+type Sink interface {
+	// Event is called for each decoder event; e is valid only during the
+	// call.
+	Event(c *Conn, e *decode.Event)
+	// Closed is called once per connection, after its last event.
+	Closed(c *Conn)
+}
+
+// Summary is the run's totals.
+type Summary struct {
+	Files       []string
+	First, Last time.Time // capture time of the first and last packet
+	Capture     capture.Stats
+	Reassembly  reassembly.Stats
+	Connections int64
+	Requests    int64
+	Responses   int64
+	Unmatched   int64
+	Unanswered  int64
+	Gaps        int64
+	Resyncs     int64
+	Malformed   int64
+	UnknownAPI  int64
+	SASLTokens  int64
+	NotKafka    int64
+	Truncated   int64 // streams that ended inside a frame
+	// Problems are input errors that did not stop the run (a truncated
+	// file): one line each, naming the file.
+	Problems []error
+	// Interrupted is true when the context ended the run early.
+	Interrupted bool
+}
+
+// Run reads the inputs to the end (or until ctx is done) and hands every
+// event to sink. The error is for inputs that cannot be read at all.
+func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
+	var sum Summary
+	r, err := capture.Open(opt.Files, opt.Stdin)
+	if err != nil {
+		return sum, err
+	}
+	defer r.Close()
+	sum.Files = r.Files()
+	h := &handler{sink: sink, sum: &sum, dopt: opt.Decode}
+	asm := reassembly.New(opt.Reassembly, h)
+	var p capture.Packet
+	for n := 0; ; n++ {
+		if n&1023 == 0 && ctx.Err() != nil {
+			sum.Interrupted = true
+			break
+		}
+		err := r.Next(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sum, err
+		}
+		if sum.First.IsZero() {
+			sum.First = p.Time
+		}
+		sum.Last = p.Time
+		asm.Add(&p)
+	}
+	asm.Finish()
+	sum.Capture = r.Stats()
+	sum.Reassembly = asm.Stats()
+	sum.Problems = r.Problems()
+	return sum, nil
+}
+
+// handler connects reassembly to decode and the sink.
+type handler struct {
+	sink  Sink
+	sum   *Summary
+	dopt  decode.Options
+	spans []decode.Span
+}
+
+func where(s reassembly.Span) decode.Where {
+	return decode.Where{File: s.File, Frame: s.Frame, Time: s.Time}
+}
+
+func side(d reassembly.Direction) decode.Side {
+	if d == reassembly.ToBroker {
+		return decode.ClientSide
+	}
+	return decode.BrokerSide
+}
+
+func (h *handler) Open(rc *reassembly.Conn) {
+	c := &Conn{ID: rc.ID, Client: rc.Client, Broker: rc.Broker, MidStream: rc.MidStream[reassembly.ToBroker],
+		First: where(rc.First), dec: decode.NewConn(h.dopt)}
+	c.dec.Start(decode.ClientSide, rc.MidStream[reassembly.ToBroker])
+	c.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
+	rc.User = c
+	h.sum.Connections++
+}
+
+func (h *handler) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, spans []reassembly.Span) {
+	c := rc.User.(*Conn)
+	h.spans = h.spans[:0]
+	for _, s := range spans {
+		h.spans = append(h.spans, decode.Span{End: s.End, At: where(s)})
+	}
+	h.deliver(c, c.dec.Feed(side(d), data, h.spans))
+}
+
+func (h *handler) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at reassembly.Span) {
+	c := rc.User.(*Conn)
+	c.Gaps++
+	h.sum.Gaps++
+	c.dec.Lost(side(d))
+}
+
+func (h *handler) Closed(rc *reassembly.Conn, at reassembly.Span) {
+	c := rc.User.(*Conn)
+	h.deliver(c, c.dec.Finish())
+	c.Close = rc.Close
+	c.Counters = c.dec.Counters()
+	c.ClientID, _ = c.dec.ClientID()
+	n := &c.Counters
+	h.sum.Requests += n.Requests
+	h.sum.Responses += n.Responses
+	h.sum.Unmatched += n.Unmatched
+	h.sum.Unanswered += n.Unanswered
+	h.sum.Resyncs += n.Resyncs
+	h.sum.Malformed += n.Malformed
+	h.sum.UnknownAPI += n.UnknownAPI
+	h.sum.SASLTokens += n.SASLTokens
+	h.sink.Closed(c)
+	c.dec = nil // its buffers are no longer needed
+}
+
+func (h *handler) deliver(c *Conn, evs []decode.Event) {
+	for i := range evs {
+		e := &evs[i]
+		switch e.Kind {
+		case decode.EventNotKafka:
+			c.NotKafka = e.Reason
+			h.sum.NotKafka++
+		case decode.EventTruncated:
+			h.sum.Truncated++
+		}
+		h.sink.Event(c, e)
+	}
+}
+
+// FormatEndpoint writes ip:port, with IPv6 addresses in brackets.
+func FormatEndpoint(a netip.AddrPort) string { return a.String() }
+
+// FileName returns the name of input i for output.
+func (s *Summary) FileName(i int) string {
+	if i >= 0 && i < len(s.Files) {
+		return s.Files[i]
+	}
+	return fmt.Sprintf("file#%d", i)
+}

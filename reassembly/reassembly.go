@@ -1,0 +1,380 @@
+package reassembly
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	gpr "github.com/gopacket/gopacket/reassembly"
+
+	"github.com/kidscope/kidscope/capture"
+)
+
+// Direction is one way of a connection.
+type Direction uint8
+
+const (
+	ToBroker Direction = iota // client → broker
+	ToClient                  // broker → client
+)
+
+func (d Direction) String() string {
+	if d == ToBroker {
+		return "to-broker"
+	}
+	return "to-client"
+}
+
+// Span says that the bytes of a chunk before End (counted from the chunk's
+// start) were complete at the given frame: the frame whose arrival made
+// them available in order.
+type Span struct {
+	End   int
+	File  int
+	Frame int64
+	Time  time.Time
+}
+
+// Conn is one TCP connection between a client and a broker.
+type Conn struct {
+	ID     int // 1-based, in the order connections first carried data
+	Client netip.AddrPort
+	Broker netip.AddrPort
+	// MidStream[d] is true when direction d started before the capture (no
+	// SYN was captured for it): its first byte may sit inside a message.
+	MidStream [2]bool
+	// First is where the connection's first packet was captured.
+	First Span
+	// Closed says how the connection ended, when it did in the capture.
+	Close CloseInfo
+	// User is the consumer's per-connection state.
+	User any
+
+	opened bool
+	syn    [2]bool
+}
+
+// CloseInfo records how a connection was closed.
+type CloseInfo struct {
+	Seen  bool      // a FIN or RST was captured
+	Reset bool      // by RST
+	By    Direction // the direction of the first FIN or RST (ToClient: the broker closed)
+	At    Span
+}
+
+// Handler receives the connections' streams in capture order.
+type Handler interface {
+	// Data hands over the next in-order bytes of one direction; data and
+	// spans are valid only during the call. The first call for a
+	// connection comes after Open.
+	Open(c *Conn)
+	Data(c *Conn, d Direction, data []byte, spans []Span)
+	// Gap reports lost bytes before the next Data of that direction
+	// (lost < 0: an unknown amount).
+	Gap(c *Conn, d Direction, lost int, at Span)
+	// Closed is the last call for a connection: closed by FIN/RST, idle
+	// too long, or the end of the capture.
+	Closed(c *Conn, at Span)
+}
+
+// Options configure the assembler. Zero values take the defaults.
+type Options struct {
+	// Ports are the broker ports; a segment with neither port in the set
+	// is ignored. Auto takes every TCP connection and guesses the broker
+	// side (the SYN's receiver, or else the lower port).
+	Ports Ports
+	// MaxConnections caps tracked connections (default 100 000); new ones
+	// over the cap are ignored and counted.
+	MaxConnections int
+	// MaxPagesTotal and MaxPagesPerConnection cap out-of-order data held
+	// while waiting for missing segments, in pages of 1900 bytes (defaults
+	// 65 536 and 4 096); at a cap the waiting data is flushed as a gap.
+	MaxPagesTotal         int
+	MaxPagesPerConnection int
+	// FlushAfter is how long (capture time) out-of-order data waits for a
+	// missing segment before it is given up as lost (default 3 s).
+	FlushAfter time.Duration
+	// IdleAfter closes connections silent this long (default 10 min).
+	IdleAfter time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 100000
+	}
+	if o.MaxPagesTotal <= 0 {
+		o.MaxPagesTotal = 65536
+	}
+	if o.MaxPagesPerConnection <= 0 {
+		o.MaxPagesPerConnection = 4096
+	}
+	if o.FlushAfter <= 0 {
+		o.FlushAfter = 3 * time.Second
+	}
+	if o.IdleAfter <= 0 {
+		o.IdleAfter = 10 * time.Minute
+	}
+	return o
+}
+
+// Stats are the assembler's counters.
+type Stats struct {
+	Connections        int64 // connections that carried data
+	ConnectionsDropped int64 // connections ignored over MaxConnections
+	Segments           int64 // segments handed to the assembler
+	Ignored            int64 // segments on no broker port
+	Rejected           int64 // segments the TCP state machine refused (after RST, …)
+	Gaps               int64
+	GapBytes           int64 // bytes lost in gaps of known size
+}
+
+// Assembler turns captured TCP segments into in-order byte streams.
+type Assembler struct {
+	opt     Options
+	h       Handler
+	asm     *gpr.Assembler
+	stats   Stats
+	nextID  int
+	live    int // connections tracked now
+	flushed bool
+	// flushing is true while the assembler flushes by time: data handed
+	// over then completed at the frames of its own pages, not the current.
+	flushing  bool
+	lastFlush time.Time
+	now       time.Time
+	slab      []frameCtx
+	spans     []Span
+}
+
+// New returns an assembler that hands streams to h.
+func New(opt Options, h Handler) *Assembler {
+	a := &Assembler{opt: opt.withDefaults(), h: h}
+	a.asm = gpr.NewAssembler(gpr.NewStreamPool(&factory{a: a}))
+	a.asm.MaxBufferedPagesTotal = a.opt.MaxPagesTotal
+	a.asm.MaxBufferedPagesPerConnection = a.opt.MaxPagesPerConnection
+	return a
+}
+
+// Stats returns the counters so far.
+func (a *Assembler) Stats() Stats { return a.stats }
+
+// Add assembles one captured segment.
+func (a *Assembler) Add(p *capture.Packet) {
+	tcp := p.TCP
+	if !a.opt.Ports.Auto && !a.opt.Ports.Has(uint16(tcp.SrcPort)) && !a.opt.Ports.Has(uint16(tcp.DstPort)) {
+		a.stats.Ignored++
+		return
+	}
+	a.stats.Segments++
+	a.now = p.Time
+	ctx := a.newCtx(p)
+	a.asm.AssembleWithContext(p.Network, tcp, ctx)
+	if a.lastFlush.IsZero() {
+		a.lastFlush = p.Time
+	}
+	// Give up on missing segments and idle connections by capture time,
+	// checked once per second of it.
+	if p.Time.Sub(a.lastFlush) >= time.Second {
+		a.lastFlush = p.Time
+		a.flushing = true
+		a.asm.FlushWithOptions(gpr.FlushOptions{T: p.Time.Add(-a.opt.FlushAfter), TC: p.Time.Add(-a.opt.IdleAfter)})
+		a.flushing = false
+	}
+}
+
+// Finish hands over all data still waiting and closes every connection.
+func (a *Assembler) Finish() {
+	a.flushing = true
+	a.asm.FlushAll()
+	a.flushing = false
+}
+
+// frameCtx is the assembler context of one packet. The assembler keeps it
+// with every page of out-of-order data and hands back only its CaptureInfo
+// per byte offset, so the file and frame travel in CaptureInfo's
+// InterfaceIndex (nothing after capture reads that field).
+type frameCtx struct{ ci gopacket.CaptureInfo }
+
+func (c *frameCtx) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+
+const frameBits = 40
+
+func (a *Assembler) newCtx(p *capture.Packet) *frameCtx {
+	// Contexts come from slabs so that a packet costs no allocation; a
+	// slab is freed once no queued page points into it.
+	if len(a.slab) == 0 {
+		a.slab = make([]frameCtx, 4096)
+	}
+	c := &a.slab[0]
+	a.slab = a.slab[1:]
+	c.ci = gopacket.CaptureInfo{Timestamp: p.Time, InterfaceIndex: p.File<<frameBits | int(p.Frame)}
+	return c
+}
+
+func spanOf(ci gopacket.CaptureInfo, end int) Span {
+	return Span{End: end, File: ci.InterfaceIndex >> frameBits, Frame: int64(ci.InterfaceIndex & (1<<frameBits - 1)), Time: ci.Timestamp}
+}
+
+// spansOf maps a scatter-gather's bytes to the frames that completed them.
+// In normal assembly every byte handed over became available with the
+// current packet (it filled the last hole before them). When flushing, each
+// page brings its own frame; a byte is complete once every byte before it
+// in the chunk is, hence the running maximum.
+func (a *Assembler) spansOf(sg gpr.ScatterGather, n int, ac gpr.AssemblerContext) []Span {
+	a.spans = a.spans[:0]
+	if !a.flushing || sg.Stats().Chunks <= 1 {
+		return append(a.spans, spanOf(ac.GetCaptureInfo(), n))
+	}
+	var best Span
+	for off := 0; off < n; {
+		cur := sg.CaptureInfo(off)
+		// Pages of one packet are contiguous: find where this one ends by
+		// galloping, then bisecting.
+		lo, step := off, 1
+		hi := n
+		for lo+step < n && sg.CaptureInfo(lo+step).InterfaceIndex == cur.InterfaceIndex {
+			lo += step
+			step *= 2
+		}
+		if lo+step < n {
+			hi = lo + step
+		}
+		for hi-lo > 1 {
+			mid := (lo + hi) / 2
+			if sg.CaptureInfo(mid).InterfaceIndex == cur.InterfaceIndex {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		if s := spanOf(cur, hi); best.Frame == 0 || later(s, best) {
+			best = s
+		}
+		best.End = hi
+		a.spans = append(a.spans, best)
+		off = hi
+	}
+	return a.spans
+}
+
+// later orders frames in capture order: by number within one file, by
+// time across files (merged inputs are in time order).
+func later(x, y Span) bool {
+	if x.File == y.File {
+		return x.Frame > y.Frame
+	}
+	return x.Time.After(y.Time)
+}
+
+type factory struct{ a *Assembler }
+
+func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.AssemblerContext) gpr.Stream {
+	a := f.a
+	src, dst := endpoints(netFlow, tcp)
+	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true})}
+	if a.live >= a.opt.MaxConnections {
+		a.stats.ConnectionsDropped++
+		s.dropped = true
+		return s
+	}
+	a.live++
+	// gopacket's "client to server" is the direction of the first packet
+	// seen; ours is towards the broker port.
+	firstToBroker := a.opt.Ports.brokerIsDst(tcp)
+	s.firstDir = ToClient
+	s.conn.Client, s.conn.Broker = dst, src
+	if firstToBroker {
+		s.firstDir = ToBroker
+		s.conn.Client, s.conn.Broker = src, dst
+	}
+	s.conn.First = spanOf(ac.GetCaptureInfo(), 0)
+	return s
+}
+
+func endpoints(netFlow gopacket.Flow, tcp *layers.TCP) (src, dst netip.AddrPort) {
+	s, _ := netip.AddrFromSlice(netFlow.Src().Raw())
+	d, _ := netip.AddrFromSlice(netFlow.Dst().Raw())
+	return netip.AddrPortFrom(s.Unmap(), uint16(tcp.SrcPort)), netip.AddrPortFrom(d.Unmap(), uint16(tcp.DstPort))
+}
+
+type stream struct {
+	a        *Assembler
+	fsm      *gpr.TCPSimpleFSM
+	conn     Conn
+	firstDir Direction
+	dropped  bool
+	last     Span // the last packet accepted
+}
+
+func (s *stream) dir(d gpr.TCPFlowDirection) Direction {
+	if d == gpr.TCPDirClientToServer {
+		return s.firstDir
+	}
+	return 1 - s.firstDir
+}
+
+func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, d gpr.TCPFlowDirection, _ gpr.Sequence, start *bool, _ gpr.AssemblerContext) bool {
+	if s.dropped {
+		return false
+	}
+	if !s.fsm.CheckState(tcp, d) {
+		s.a.stats.Rejected++
+		return false
+	}
+	dir := s.dir(d)
+	s.last = spanOf(ci, 0)
+	if tcp.SYN {
+		s.conn.syn[dir] = true
+	}
+	if (tcp.FIN || tcp.RST) && !s.conn.Close.Seen {
+		s.conn.Close = CloseInfo{Seen: true, Reset: tcp.RST, By: dir, At: spanOf(ci, 0)}
+	}
+	// Kafka connections are long-lived: a capture that starts in the
+	// middle of one is the norm, so data flows without a handshake too.
+	*start = true
+	return true
+}
+
+func (s *stream) open() {
+	if s.conn.opened {
+		return
+	}
+	s.conn.opened = true
+	s.a.nextID++
+	s.a.stats.Connections++
+	s.conn.ID = s.a.nextID
+	s.conn.MidStream = [2]bool{!s.conn.syn[ToBroker], !s.conn.syn[ToClient]}
+	s.a.h.Open(&s.conn)
+}
+
+func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
+	n, _ := sg.Lengths()
+	d, _, _, skip := sg.Info()
+	if n == 0 && skip == 0 {
+		return
+	}
+	s.open()
+	dir := s.dir(d)
+	spans := s.a.spansOf(sg, max(n, 1), ac)
+	if skip != 0 && !s.conn.MidStream[dir] || skip > 0 {
+		s.a.stats.Gaps++
+		if skip > 0 {
+			s.a.stats.GapBytes += int64(skip)
+		}
+		s.a.h.Gap(&s.conn, dir, skip, spans[0])
+	}
+	if n > 0 {
+		s.a.h.Data(&s.conn, dir, sg.Fetch(n), spans)
+	}
+}
+
+func (s *stream) ReassemblyComplete(gpr.AssemblerContext) bool {
+	if !s.dropped {
+		s.a.live--
+	}
+	if s.conn.opened {
+		s.a.h.Closed(&s.conn, s.last)
+	}
+	return true
+}
