@@ -77,11 +77,10 @@ type Conn struct {
 	knowsClientID bool
 	saslTokens    bool // SaslHandshake v0 succeeded: raw tokens follow
 	dead          bool // not Kafka: bytes are only counted
-	// candidate is a request start the client side found while lost and
-	// waits to confirm (by the next frame, or a response to its
-	// correlation ID).
-	candidate    bool
-	candidateCor int32
+	// candidate is true while the lost client side waits on candidate
+	// request starts, to be confirmed by the next frame or by a response
+	// to their correlation IDs.
+	candidate bool
 }
 
 // NewConn returns the decoder of one connection.
@@ -103,6 +102,7 @@ func (c *Conn) ClientID() (string, bool) { return c.clientID, c.knowsClientID }
 func (c *Conn) Start(s Side, midStream bool) {
 	f := &c.side[s]
 	f.started = true
+	f.midStart = midStream
 	if midStream {
 		f.lose()
 	}
@@ -168,7 +168,10 @@ type framer struct {
 	side    Side
 	started bool
 	synced  bool // a frame was decoded on this side
-	lost    bool // looking for the next frame start
+	// midStart: the side began inside the stream, possibly inside a
+	// message larger than any scan, so only its end proves it is not Kafka.
+	midStart bool
+	lost     bool // looking for the next frame start
 
 	sizeBuf [4]byte
 	nSize   int
@@ -182,16 +185,23 @@ type framer struct {
 	lastAt  Where
 	pending pendingReq // for a response: the request it answers
 
-	scan   []byte // bytes kept while lost
-	marks  []Span // spans of scan
-	scanAt int64  // bytes dropped from the front of scan while lost
+	scan    []byte // bytes kept while lost
+	marks   []Span // spans of scan
+	scanAt  int64  // bytes dropped from the front of scan while lost
+	scanned int    // scan positions before this one are judged
+	waits   []int  // scan positions of candidates waiting for evidence
 }
 
 func (f *framer) lose() {
 	f.lost = true
 	f.nSize, f.got, f.headed = 0, 0, false
 	f.buf = f.buf[:0]
-	f.scan, f.marks, f.scanAt = f.scan[:0], f.marks[:0], 0
+	f.clearScan()
+}
+
+func (f *framer) clearScan() {
+	f.scan, f.marks, f.waits = f.scan[:0], f.marks[:0], f.waits[:0]
+	f.scanAt, f.scanned = 0, 0
 }
 
 // resetFrame readies the framer for the next frame.
@@ -227,6 +237,15 @@ func (f *framer) dropScan(n int) {
 		}
 	}
 	f.marks = f.marks[:k]
+	f.scanned = max(0, f.scanned-n)
+	w := 0
+	for _, p := range f.waits {
+		if p >= n {
+			f.waits[w] = p - n
+			w++
+		}
+	}
+	f.waits = f.waits[:w]
 }
 
 // at returns where the byte at offset off of a chunk became available.
@@ -405,8 +424,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 	if f.msg.Size == 0 { // first look: the correlation ID is in
 		corr := int32(binary.BigEndian.Uint32(f.buf))
 		p, ok := c.pending.get(corr)
-		if !ok && c.candidate && corr == c.candidateCor {
-			c.confirmCandidate()
+		if !ok && c.confirmCandidate(corr) {
 			p, ok = c.pending.get(corr)
 		}
 		if !ok && c.saslTokens {

@@ -14,40 +14,85 @@ const (
 	accept                // a frame start
 )
 
+// maxWaiting caps the candidate frame starts a side keeps waiting on.
+const maxWaiting = 64
+
 // resync looks for the next frame start in a lost side's scan buffer.
 // atEnd says that no more bytes will come.
+//
+// A candidate whose evidence lies past the bytes at hand waits; positions
+// after it are judged too, and the first one accepted now wins, since a
+// waiting candidate cannot be checked yet. Rejections are final, so each
+// position is judged once, except the waiting ones, judged again as bytes
+// arrive.
 func (c *Conn) resync(f *framer, atEnd bool) {
-	if f.side == ClientSide {
-		c.candidate = false
-	}
 	judge := c.judgeRequest
+	minLen := 12
 	if f.side == BrokerSide {
-		judge = c.judgeResponse
+		judge, minLen = c.judgeResponse, 8
 	}
-	for p := 0; p+8 <= len(f.scan); p++ {
+	waits := f.waits[:0]
+	for _, p := range f.waits {
 		switch judge(f.scan[p:], atEnd) {
-		case reject:
-			continue
-		case wait:
-			if f.side == ClientSide {
-				c.candidate = true
-				c.candidateCor = int32(binary.BigEndian.Uint32(f.scan[p+8:]))
-			}
-			c.cnt.SkippedBytes += int64(p)
-			f.dropScan(p)
-			c.checkNotKafka(f, atEnd)
-			return
 		case accept:
 			c.regain(f, p)
 			return
+		case wait:
+			waits = append(waits, p)
 		}
 	}
-	// No start in sight: keep only a tail that could begin one.
+	p := f.scanned
+	for ; p+minLen <= len(f.scan); p++ {
+		switch judge(f.scan[p:], atEnd) {
+		case accept:
+			c.regain(f, p)
+			return
+		case wait:
+			if len(waits) == maxWaiting {
+				waits = waits[:copy(waits, waits[1:])]
+			}
+			waits = append(waits, p)
+		}
+	}
+	f.waits, f.scanned = waits, p
+	if f.side == ClientSide {
+		c.candidate = len(waits) > 0
+	}
 	c.checkNotKafka(f, atEnd)
-	if drop := len(f.scan) - 11; drop > 0 {
+	// Keep the bytes from the oldest waiting candidate, or else a tail that
+	// could begin a frame.
+	drop := len(f.scan) - (minLen - 1)
+	if len(waits) > 0 {
+		drop = waits[0]
+	}
+	if drop > 0 {
 		c.cnt.SkippedBytes += int64(drop)
 		f.dropScan(drop)
 	}
+}
+
+// waitingFor returns the position of the client side's waiting candidate
+// with this correlation ID, if there is one.
+func (c *Conn) waitingFor(corr int32) (int, bool) {
+	f := &c.side[ClientSide]
+	if !c.candidate || !f.lost {
+		return 0, false
+	}
+	for _, p := range f.waits {
+		if p+12 > len(f.scan) || int32(binary.BigEndian.Uint32(f.scan[p+8:])) != corr {
+			continue
+		}
+		// Only a candidate whose whole header is in and plausible counts. One
+		// with an empty client ID is too easily made of zero bytes (a header
+		// of zeros is a valid Produce v0) to be confirmed by a correlation
+		// ID alone: it needs the next frame.
+		size := int(int32(binary.BigEndian.Uint32(f.scan[p:])))
+		h, n, err := parseRequestHeader(f.scan[p+4:min(len(f.scan), p+4+size)], c.opt.Table)
+		if err == nil && n <= size && plausibleClientID(h) && (h.ClientIDNull || h.ClientID != "") {
+			return p, true
+		}
+	}
+	return 0, false
 }
 
 // regain resumes framing at offset p of the scan buffer.
@@ -63,7 +108,7 @@ func (c *Conn) regain(f *framer, p int) {
 		}
 	}
 	f.lost = false
-	f.scan, f.marks, f.scanAt = f.scan[:0], f.marks[:0], 0
+	f.clearScan()
 	f.resetFrame()
 	if f.side == ClientSide {
 		c.candidate = false
@@ -75,14 +120,14 @@ func (c *Conn) regain(f *framer, p int) {
 	}
 }
 
-// confirmCandidate accepts the client side's waiting candidate: the broker
-// answered its correlation ID.
-func (c *Conn) confirmCandidate() {
-	f := &c.side[ClientSide]
-	if !c.candidate || !f.lost {
-		return
+// confirmCandidate accepts the client side's waiting candidate with this
+// correlation ID: the broker answered it. It reports whether there was one.
+func (c *Conn) confirmCandidate(corr int32) bool {
+	p, ok := c.waitingFor(corr)
+	if ok {
+		c.regain(&c.side[ClientSide], p)
 	}
-	c.regain(f, 0)
+	return ok
 }
 
 // rescanBroker looks again at a lost broker side once new requests are
@@ -131,15 +176,13 @@ func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
 		}
 		return reject
 	case atEnd:
-		if len(b) == end || len(b) < end && named {
+		if named && len(b) <= end {
 			return accept
 		}
 		return reject
-	case end+12 > c.opt.MaxScan:
-		// The next frame lies further than the scan may hold: decide on the
-		// header alone.
-		return accept
 	}
+	// The evidence has not arrived. A candidate whose next frame lies
+	// further than the scan may hold is given up when it falls out of it.
 	return wait
 }
 
@@ -177,10 +220,12 @@ func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 		return reject
 	}
 	corr := int32(binary.BigEndian.Uint32(b[4:]))
-	if !c.pending.has(corr) && !(c.candidate && corr == c.candidateCor) {
-		return reject
-	}
 	end := 4 + size
+	if !c.pending.has(corr) {
+		if _, ok := c.waitingFor(corr); !ok {
+			return c.judgeUnmatchedResponse(b, corr, end, atEnd)
+		}
+	}
 	switch {
 	case len(b) >= end+8:
 		nsize := int32(binary.BigEndian.Uint32(b[end:]))
@@ -189,10 +234,40 @@ func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 			return accept
 		}
 		return reject
-	case len(b) == end || atEnd || end+8 > c.opt.MaxScan:
+	case len(b) == end || atEnd:
 		return accept
 	}
 	return wait
+}
+
+// unmatchedWaitLimit is the largest response, answering a request the
+// capture did not show, that the resynchroniser waits for to see the
+// response after it.
+const unmatchedWaitLimit = 64 << 10
+
+// judgeUnmatchedResponse decides on a response whose request the capture
+// did not show (it began before the capture or in a gap): it is accepted
+// only when the next frame is the response to a pending request, with a
+// later correlation ID, since brokers answer in order.
+func (c *Conn) judgeUnmatchedResponse(b []byte, corr int32, end int, atEnd bool) verdict {
+	if corr < 0 {
+		return reject
+	}
+	if len(b) < end+8 {
+		if atEnd || end > unmatchedWaitLimit {
+			return reject
+		}
+		return wait
+	}
+	nsize := int32(binary.BigEndian.Uint32(b[end:]))
+	ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
+	if nsize < 4 || nsize > c.opt.MaxFrameSize || ncorr <= corr {
+		return reject
+	}
+	if _, waiting := c.waitingFor(ncorr); c.pending.has(ncorr) || waiting {
+		return accept
+	}
+	return reject
 }
 
 // checkNotKafka names a connection that never showed a Kafka frame once a
@@ -206,7 +281,7 @@ func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
 		c.notKafka(f.side, at(f.marks, 0), "TLS")
 		return
 	}
-	if seen >= notKafkaAfter || atEnd && seen > 0 && f.side == ClientSide {
+	if seen >= notKafkaAfter && !f.midStart || atEnd && seen > 0 && f.side == ClientSide {
 		c.notKafka(f.side, at(f.marks, 0), fmt.Sprintf("no Kafka frame in %d bytes", seen))
 	}
 }

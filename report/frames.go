@@ -113,7 +113,7 @@ func NewFramesSummary(s *pipeline.Summary) FramesSummary {
 	return FramesSummary{
 		Packets: s.Capture.Packets, Bytes: s.Capture.Bytes, Connections: s.Connections,
 		Requests: s.Requests, Responses: s.Responses, Unmatched: s.Unmatched, Gaps: s.Gaps,
-		Resyncs: s.Resyncs, DecodeErrors: s.Malformed + s.Truncated + s.Capture.Malformed,
+		Resyncs: s.Resyncs, DecodeErrors: s.Malformed + s.Capture.Malformed,
 		NotKafka: s.NotKafka, SASLTokens: s.SASLTokens, CutPackets: s.Capture.Cut,
 	}
 }

@@ -1,0 +1,113 @@
+package decode
+
+import (
+	"bytes"
+	"testing"
+)
+
+// seedFrames are a conversation's two sides, the fuzzers' starting corpus,
+// without its large produce request: the fuzzer minimises new inputs byte
+// by byte, and large seeds make that take minutes.
+func seedFrames() (client, broker []byte) {
+	w := conversation()
+	client = w.side[ClientSide][:w.items[4].end]
+	return append(client, w.side[ClientSide][w.items[6].end:]...), w.side[BrokerSide]
+}
+
+// FuzzRequestHeader: any bytes given to the request header parser either
+// parse, within the bytes given, or fail; never a panic.
+func FuzzRequestHeader(f *testing.F) {
+	client, _ := seedFrames()
+	f.Add(client[4:80])
+	f.Add([]byte{0, 3, 0, 12, 0, 0, 0, 1, 0xff, 0xff, 1, 0, 16})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, n, err := parseRequestHeader(b, DefaultAPITable())
+		if err != nil {
+			return
+		}
+		if n > len(b) || n < 8 {
+			t.Fatalf("header length %d of %d bytes", n, len(b))
+		}
+		if h.HasInstanceID && h.HeaderVersion < 2 {
+			t.Fatalf("instance ID in header v%d", h.HeaderVersion)
+		}
+	})
+}
+
+// FuzzResponseHeader: the same for response headers of both versions.
+func FuzzResponseHeader(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0}, 1)
+	f.Add([]byte{0, 0, 0, 1, 2, 0, 1, 9, 3, 0}, 1)
+	f.Fuzz(func(t *testing.T, b []byte, version int) {
+		_, n, err := parseResponseHeader(b, version&1)
+		if err == nil && (n > len(b) || n < 4) {
+			t.Fatalf("header length %d of %d bytes", n, len(b))
+		}
+	})
+}
+
+// FuzzConn feeds arbitrary bytes to both sides of a connection in
+// arbitrary chunks: no panic, events only from the bytes given, and the
+// buffers stay within the caps.
+func FuzzConn(f *testing.F) {
+	client, broker := seedFrames()
+	f.Add(client, broker, uint16(100), true)
+	f.Add(client[37:], broker[11:], uint16(7), false)
+	f.Add([]byte{0x16, 3, 1, 0, 5}, []byte{}, uint16(1), false)
+	f.Fuzz(func(t *testing.T, client, broker []byte, step uint16, midStream bool) {
+		const maxScan = 4096
+		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10})
+		c.Start(ClientSide, midStream)
+		c.Start(BrokerSide, midStream)
+		n := int(step%512) + 1
+		frame := int64(0)
+		for len(client) > 0 || len(broker) > 0 {
+			for s, b := range [2]*[]byte{&client, &broker} {
+				k := min(n, len(*b))
+				if k == 0 {
+					continue
+				}
+				frame++
+				evs := c.Feed(Side(s), (*b)[:k], []Span{{End: k, At: Where{Frame: frame}}})
+				for _, e := range evs {
+					if e.At.Frame > frame || e.At.Frame < 0 {
+						t.Fatalf("event at frame %d after %d frames", e.At.Frame, frame)
+					}
+				}
+				*b = (*b)[k:]
+				if frame%5 == 0 {
+					c.Lost(Side(s))
+				}
+			}
+			for s := range c.side {
+				if len(c.side[s].scan) > maxScan {
+					t.Fatalf("scan buffer %d over its cap", len(c.side[s].scan))
+				}
+			}
+			if c.pending.len() > 16 {
+				t.Fatalf("%d pending over the cap", c.pending.len())
+			}
+		}
+		c.Finish()
+	})
+}
+
+// FuzzBodies decodes arbitrary bodies of every API the rules read.
+func FuzzBodies(f *testing.F) {
+	client, _ := seedFrames()
+	f.Add(int16(72), int16(0), client[40:])
+	f.Add(int16(72), int16(1), []byte{0, 0, 0, 1, 1, 0, 3, 1, 2, 0})
+	f.Fuzz(func(t *testing.T, key, version int16, b []byte) {
+		for _, k := range []int16{KeyJoinGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
+			KeyGetTelemetrySubscriptions, KeyPushTelemetry, key} {
+			_, _ = safeDecode(func() (Body, error) { return decodeRequestBody(k, version%16, b) })
+			_, _ = safeDecode(func() (Body, error) {
+				body, _, _, err := decodeResponseBody(k, version%16, b)
+				return body, err
+			})
+		}
+		if bytes.Contains(b, []byte("never")) {
+			t.Skip()
+		}
+	})
+}

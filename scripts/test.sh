@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The project's test command: formatting, vet, staticcheck, every test, and
+# a short run of every fuzz target (FUZZTIME, default 5s each; FUZZTIME=0
+# skips them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [[ -n $unformatted ]]; then
+	echo "gofmt would change: $unformatted" >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+if go list -m all | grep -q '^github.com/google/gopacket '; then
+	echo "github.com/google/gopacket is in the module graph: use github.com/gopacket/gopacket" >&2
+	exit 1
+fi
+
+if [[ ${STATICCHECK:-1} != 0 ]]; then
+	echo "== staticcheck"
+	go run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+fi
+
+echo "== go test"
+go test -count=1 ./...
+
+FUZZTIME=${FUZZTIME:-5s}
+if [[ $FUZZTIME != 0 ]]; then
+	echo "== fuzz smoke runs ($FUZZTIME each)"
+	# Every fuzz target in the module, found by name.
+	grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
+		pkg=./$(dirname "${f#./}")
+		for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+			echo "-- $pkg $target"
+			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 10s "$pkg" | tail -1
+		done
+	done
+fi
+echo "all tests passed"
