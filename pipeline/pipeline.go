@@ -50,6 +50,12 @@ type Sink interface {
 	Closed(c *Conn)
 }
 
+// GapSink is a Sink that also wants to hear of lost bytes, before the
+// events that follow them.
+type GapSink interface {
+	Gap(c *Conn, side decode.Side, at decode.Where)
+}
+
 // Summary is the run's totals.
 type Summary struct {
 	Files       []string
@@ -155,6 +161,9 @@ func (h *handler) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at 
 	c.Gaps++
 	h.sum.Gaps++
 	c.dec.Lost(side(d))
+	if g, ok := h.sink.(GapSink); ok {
+		g.Gap(c, side(d), where(at))
+	}
 }
 
 func (h *handler) Closed(rc *reassembly.Conn, at reassembly.Span) {

@@ -1,0 +1,465 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+// Options configure the engine.
+type Options struct {
+	Profile ProfileChoice
+}
+
+// ConnInfo identifies a connection when it opens.
+type ConnInfo struct {
+	ID        int
+	Key       ConnKey
+	MidStream bool // the capture missed the start of the client's requests
+	First     decode.Where
+}
+
+// CloseInfo says how a connection ended.
+type CloseInfo struct {
+	// ByBroker: the broker closed it (FIN or RST); At is where.
+	ByBroker bool
+	At       decode.Where
+	Counters decode.Counters
+	NotKafka string
+	ClientID string
+}
+
+// Engine applies the rules of RULES.md to the events of many connections,
+// fed in capture order. It is pure: no I/O, clocks or goroutines.
+type Engine struct {
+	opt      Options
+	conns    map[int]*connState
+	findings []Finding
+	out      []Finding // findings completed by the current call
+
+	tele      telemetryState
+	groups    groupState
+	instances map[decode.UUID]*instanceState
+	splits    map[splitKey]bool
+	brokers   map[netip.AddrPort]*brokerState
+	closed    []Connection
+	result    Result
+}
+
+// New returns an engine.
+func New(opt Options) *Engine {
+	return &Engine{
+		opt:       opt,
+		conns:     map[int]*connState{},
+		tele:      newTelemetryState(),
+		groups:    newGroupState(),
+		instances: map[decode.UUID]*instanceState{},
+		splits:    map[splitKey]bool{},
+		brokers:   map[netip.AddrPort]*brokerState{},
+	}
+}
+
+// connState is what the engine keeps of an open connection.
+type connState struct {
+	info      ConnInfo
+	seed      seedJudge
+	accepted  acceptedJudge
+	oldClient oldClientJudge
+	profile   Profile
+	decided   bool
+	// Auto selection: F is the first request carrying a non-zero header
+	// ID; the next flexible-header request after it decides.
+	sawF bool
+	// firstID is the first non-zero header ID the connection showed,
+	// which identifies the client to the telemetry rules.
+	firstID    decode.UUID
+	hasFirstID bool
+	clientID   string
+	// undecided are requests with possible findings, waiting for the
+	// profile or their answer.
+	undecided []*reqRec
+	lastReq   *reqRec // the last request the broker received
+	gapSide   [2]bool // a gap not yet reported, per side
+	afterGap  bool
+	requests  int64
+	responses int64
+	last      decode.Where
+	sawKafka  bool
+}
+
+// reqRec is one request with the findings it may get.
+type reqRec struct {
+	at       decode.Where
+	h        decode.RequestHeader
+	seed     []cand // header findings under seed
+	accepted []cand // under accepted
+	old      []cand // under the old-client case of auto
+	other    []cand // telemetry findings, profile-independent
+	extra    []cand // group and instance findings, outside precedence
+	afterGap bool
+	answered bool
+	respAt   decode.Where
+	code     int16
+	hasCode  bool
+}
+
+func (r *reqRec) hasCandidates() bool {
+	return len(r.seed)+len(r.accepted)+len(r.old)+len(r.other)+len(r.extra) > 0
+}
+
+// Open starts a connection.
+func (e *Engine) Open(c ConnInfo) []Finding {
+	e.out = e.out[:0]
+	cs := &connState{info: c, last: c.First}
+	cs.seed.midStream, cs.accepted.midStream, cs.oldClient.midStream = c.MidStream, c.MidStream, c.MidStream
+	switch e.opt.Profile {
+	case ForceSeed:
+		cs.profile, cs.decided = ProfileSeed, true
+	case ForceAccepted:
+		cs.profile, cs.decided = ProfileAccepted, true
+	}
+	e.conns[c.ID] = cs
+	e.broker(c.Key.Broker).connections++
+	return e.out
+}
+
+// Gap tells the engine that bytes of a connection's side were lost.
+func (e *Engine) Gap(connID int, side decode.Side, at decode.Where) {
+	if cs := e.conns[connID]; cs != nil {
+		cs.gapSide[side] = true
+		cs.afterGap = true
+	}
+}
+
+// Event feeds one decoder event of a connection. It returns the findings
+// it completed (valid until the next call).
+func (e *Engine) Event(connID int, ev *decode.Event) []Finding {
+	e.out = e.out[:0]
+	cs := e.conns[connID]
+	if cs == nil {
+		return e.out
+	}
+	cs.last = ev.At
+	switch ev.Kind {
+	case decode.EventRequest:
+		cs.sawKafka = true
+		e.request(cs, ev)
+	case decode.EventResponse:
+		cs.sawKafka = true
+		e.response(cs, ev)
+	case decode.EventResync:
+		if cs.gapSide[ev.Side] {
+			cs.gapSide[ev.Side] = false
+			e.emit(cs, Finding{Rule: StreamGap, At: ev.At, Message: fmt.Sprintf(
+				"bytes of the %ss were lost; the Kafka framing was found again %d bytes later", ev.Side, ev.Skipped)})
+		}
+	case decode.EventNotKafka:
+		e.emit(cs, Finding{Rule: StreamNotKafka, At: ev.At, Seen: ev.Reason,
+			Message: fmt.Sprintf("the bytes on this Kafka port are not Kafka: %s", ev.Reason)})
+	}
+	return e.out
+}
+
+func (e *Engine) request(cs *connState, ev *decode.Event) {
+	h := &ev.Msg.Request
+	cs.requests++
+	if !h.ClientIDNull && h.HeaderVersion > 0 {
+		cs.clientID = h.ClientID
+	}
+	x := headerIDOf(h)
+	r := &reqRec{at: ev.At, h: *h, afterGap: cs.afterGap}
+	hv := h.HeaderVersion
+	r.seed = cs.seed.judge(hv, x, ev.At)
+	r.accepted = cs.accepted.judge(hv, x, h, ev.At)
+	r.old = cs.oldClient.judge(hv, x, ev.At)
+	if x.carries && !cs.hasFirstID {
+		cs.firstID, cs.hasFirstID = x.id, true
+	}
+	e.decideProfile(cs, hv, x, h)
+	r.other = e.tele.request(cs, ev, x)
+	r.extra = append(r.extra, e.groups.request(cs, ev, x)...)
+	r.extra = append(r.extra, e.instanceSeen(cs, ev, x)...)
+	cs.lastReq = r
+	if r.hasCandidates() {
+		cs.undecided = append(cs.undecided, r)
+	}
+	e.settle(cs, false)
+}
+
+// decideProfile applies auto selection (RULES.md §2) once the request
+// after F shows what the client does.
+func (e *Engine) decideProfile(cs *connState, hv int, x headerID, h *decode.RequestHeader) {
+	if cs.decided {
+		return
+	}
+	if !cs.sawF {
+		cs.sawF = x.carries
+		return
+	}
+	if hv < 2 {
+		return
+	}
+	cs.decided = true
+	if !x.carries && h.ClientIDNull {
+		cs.profile = ProfileAccepted
+	} else {
+		cs.profile = ProfileSeed
+	}
+}
+
+func (e *Engine) response(cs *connState, ev *decode.Event) {
+	cs.responses++
+	m := &ev.Msg
+	if !m.Matched {
+		return
+	}
+	var r *reqRec
+	for _, u := range cs.undecided {
+		if !u.answered && u.h.CorrelationID == m.Response.CorrelationID {
+			r = u
+			break
+		}
+	}
+	if r != nil {
+		r.answered, r.respAt, r.code, r.hasCode = true, ev.At, m.ErrorCode, m.HasErrorCode
+	}
+	for _, c := range e.tele.response(cs, ev) {
+		e.emitCand(cs, c, ev.At, &m.Request, m.ErrorCode, m.HasErrorCode, true, nil)
+	}
+	for _, c := range e.groups.response(cs, ev) {
+		e.emitCand(cs, c, ev.At, &m.Request, m.ErrorCode, m.HasErrorCode, true, nil)
+	}
+	if r == nil && m.HasErrorCode && m.ErrorCode == errInvalidRequest {
+		// A request with no possible finding, rejected.
+		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
+			related: []Frame{frameOf(m.RequestAt)}}, ev.At, &m.Request, m.ErrorCode, true, true, nil)
+	}
+	e.settle(cs, false)
+}
+
+const errInvalidRequest = 42
+
+// ClosedByBroker is the broker answer of a request after which the broker
+// closed the connection without answering.
+const ClosedByBroker = "connection closed by the broker"
+
+// Close ends a connection: what still waits is judged with what the
+// capture holds.
+func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
+	e.out = e.out[:0]
+	cs := e.conns[connID]
+	if cs == nil {
+		return e.out
+	}
+	if ci.ClientID != "" {
+		cs.clientID = ci.ClientID
+	}
+	if !cs.decided && e.opt.Profile == ProfileAuto {
+		if !cs.sawF && cs.oldClient.done {
+			cs.profile = ProfileAccepted // an old client, judged on its first header-v3 request
+		}
+	}
+	// The broker closed after the last request it received, without an
+	// answer: that is how a KIP-1313 broker may reject it.
+	if ci.ByBroker && cs.lastReq != nil && !cs.lastReq.answered {
+		cs.lastReq.respAt = ci.At
+	}
+	e.settle(cs, true)
+	for s, gap := range cs.gapSide {
+		if gap {
+			e.emit(cs, Finding{Rule: StreamGap, At: cs.last, Message: fmt.Sprintf("bytes of the %ss were lost and the framing was not found again", decode.Side(s))})
+		}
+	}
+	if cs.info.MidStream && cs.sawKafka {
+		e.emit(cs, Finding{Rule: StreamMidStart, At: cs.info.First,
+			Message: "the connection began before the capture: first-request rules were not applied to it"})
+	}
+	if n := ci.Counters.Unanswered; n > 0 {
+		e.emit(cs, Finding{Rule: StreamUnanswered, At: cs.last, Count: n,
+			Message: fmt.Sprintf("%d requests have no response in the capture", n)})
+	}
+	conn := Connection{ID: cs.info.ID, Key: cs.info.Key, ClientID: cs.clientID, HasClient: cs.clientID != "",
+		InstanceID: cs.firstID, HasInstanceID: cs.hasFirstID, Profile: cs.profile, MidStream: cs.info.MidStream,
+		NewClient: cs.hasFirstID, Requests: cs.requests, Responses: cs.responses, Unanswered: ci.Counters.Unanswered,
+		NotKafka: ci.NotKafka, First: cs.info.First, Last: cs.last}
+	if !cs.decided && e.opt.Profile == ProfileAuto && !(!cs.sawF && cs.oldClient.done) {
+		conn.Profile = ProfileNone
+	}
+	e.closed = append(e.closed, conn)
+	e.tele.forget(connID)
+	e.groups.forget(connID)
+	delete(e.conns, connID)
+	return e.out
+}
+
+// settle finalises the requests whose findings can now be decided: the
+// profile is known (or the connection closed) and the answer is in (or the
+// connection closed).
+func (e *Engine) settle(cs *connState, closing bool) {
+	keep := cs.undecided[:0]
+	for i, r := range cs.undecided {
+		// A request with no header finding under any profile does not wait
+		// for the profile; over the cap, the oldest are judged as they are.
+		profileKnown := cs.decided || closing || len(r.seed)+len(r.accepted)+len(r.old) == 0
+		over := len(cs.undecided)-i > maxUndecided
+		if over || profileKnown && (r.answered || closing) {
+			e.finalize(cs, r, closing)
+			continue
+		}
+		keep = append(keep, r)
+	}
+	cs.undecided = keep
+}
+
+// maxUndecided caps the requests a connection keeps waiting for their
+// profile or answer.
+const maxUndecided = 1024
+
+// finalize picks a request's finding by precedence and records the
+// broker's answer to it.
+func (e *Engine) finalize(cs *connState, r *reqRec, closing bool) {
+	var header []cand
+	switch {
+	case cs.decided && cs.profile == ProfileSeed:
+		header = r.seed
+	case cs.decided && cs.profile == ProfileAccepted:
+		header = r.accepted
+	case !cs.sawF && e.opt.Profile == ProfileAuto:
+		header = r.old // an old client
+	default:
+		// Undetermined: only a reserved ID can be judged.
+		for _, c := range append(append([]cand(nil), r.seed...), r.accepted...) {
+			if c.rule == HeaderIDReserved && c.seen == "ONE" {
+				header = []cand{c}
+				break
+			}
+		}
+	}
+	all := append(append([]cand(nil), header...), r.other...)
+	var pick *cand
+	var also []string
+	for _, id := range precedence {
+		for i := range all {
+			if all[i].rule != id {
+				continue
+			}
+			if pick == nil {
+				pick = &all[i]
+			} else if !contains(also, id) && id != pick.rule {
+				also = append(also, id)
+			}
+		}
+	}
+	found := false
+	if pick != nil {
+		found = true
+		e.emitCand(cs, *pick, r.at, &r.h, r.code, r.hasCode, r.answered, r, also...)
+		if s := severityOf(pick.rule); s == Error && (strings.HasPrefix(pick.rule, "header-") || pick.rule == TelemetryBodyMismatch) {
+			e.brokerVerdict(cs, r)
+		}
+	}
+	for _, c := range r.extra {
+		found = true
+		e.emitCand(cs, c, r.at, &r.h, r.code, r.hasCode, r.answered, r)
+	}
+	if !found && r.answered && r.hasCode && r.code == errInvalidRequest {
+		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
+			related: []Frame{frameOf(r.at)}}, r.respAt, &r.h, r.code, true, true, nil)
+	}
+}
+
+// brokerVerdict records what the broker did with a request an error rule
+// found wrong (RULES.md §5).
+func (e *Engine) brokerVerdict(cs *connState, r *reqRec) {
+	b := e.broker(cs.info.Key.Broker)
+	switch {
+	case r.answered && r.hasCode && r.code == errInvalidRequest:
+		b.enforce = append(b.enforce, frameOf(r.respAt))
+	case r.answered && r.hasCode && r.code == 0:
+		b.ignore = append(b.ignore, frameOf(r.respAt))
+	case !r.answered && r == cs.lastReq && r.respAt.Frame != 0:
+		b.enforce = append(b.enforce, frameOf(r.respAt)) // closed without an answer
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// emitCand turns a candidate into a finding at frame at, about the request
+// with header h.
+// also names the other §3/§4 rules that applied to the same request.
+func (e *Engine) emitCand(cs *connState, c cand, at decode.Where, h *decode.RequestHeader, code int16, hasCode, answered bool, r *reqRec, also ...string) {
+	f := Finding{Rule: c.rule, At: at, Related: c.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
+		CorrelationID: h.CorrelationID, Expected: c.expected, Seen: c.seen, Also: also}
+	switch {
+	case hasCode:
+		f.BrokerAnswer = decode.ErrorName(code)
+	case !answered && r != nil && r.respAt.Frame != 0:
+		f.BrokerAnswer = ClosedByBroker
+	case !answered:
+		f.BrokerAnswer = NoResponse
+	}
+	if r != nil {
+		f.AfterGap = r.afterGap
+		if r.answered && r.respAt != at {
+			f.Related = append(append([]Frame(nil), f.Related...), frameOf(r.respAt))
+		}
+	}
+	e.emit(cs, f)
+}
+
+// emit completes a finding with the connection and the catalogue.
+func (e *Engine) emit(cs *connState, f Finding) {
+	f.Severity = severityOf(f.Rule)
+	f.Conn, f.ConnID = cs.info.Key, cs.info.ID
+	if f.Message == "" {
+		f.Message = message(&f)
+	}
+	e.findings = append(e.findings, f)
+	e.out = append(e.out, f)
+}
+
+// message is a finding's one sentence.
+func message(f *Finding) string {
+	r, _ := Lookup(f.Rule)
+	s := r.Summary
+	if f.HasAPI {
+		s = fmt.Sprintf("%s v%d (correlation %d): %s", decode.APIName(f.APIKey), f.APIVersion, f.CorrelationID, s)
+	}
+	if f.Rule == TelemetryPushUnknownID {
+		s += " (the capture may have started after it)"
+	}
+	if f.AfterGap {
+		s += "; bytes of this connection were lost before it"
+	}
+	if len(f.Also) > 0 {
+		s += "; also: " + strings.Join(f.Also, ", ")
+	}
+	return s
+}
+
+// Result returns everything found, once every connection is closed.
+func (e *Engine) Result() Result {
+	res := Result{Findings: append([]Finding(nil), e.findings...), Connections: append([]Connection(nil), e.closed...)}
+	sort.SliceStable(res.Findings, func(i, j int) bool {
+		a, b := res.Findings[i].At, res.Findings[j].At
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Frame < b.Frame
+	})
+	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
+	res.Instances = e.instanceList()
+	res.Brokers = e.brokerList()
+	res.Matrix = e.matrix(res.Connections, res.Brokers)
+	return res
+}

@@ -1,0 +1,448 @@
+package rules
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+var (
+	idA  = decode.UUID{0xa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	idB  = decode.UUID{0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	idX  = decode.UUID{0xc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	zero = decode.UUID{}
+	one  = decode.UUID{15: 1}
+)
+
+// script drives an Engine like the pipeline does, one frame per message.
+type script struct {
+	t     *testing.T
+	e     *Engine
+	frame int64
+	conns map[int]*sconn
+}
+
+type sconn struct {
+	s        *script
+	id       int
+	key      ConnKey
+	corr     int32
+	clientID string
+	pending  map[int32]decode.Event
+}
+
+func newScript(t *testing.T, opt Options) *script {
+	return &script{t: t, e: New(opt), conns: map[int]*sconn{}}
+}
+
+func (s *script) next() decode.Where { s.frame++; return decode.Where{Frame: s.frame} }
+
+// open starts connection id from client address ip:port to the broker.
+func (s *script) open(id int, client, broker string, midStream bool) *sconn {
+	c := &sconn{s: s, id: id, key: ConnKey{netip.MustParseAddrPort(client), netip.MustParseAddrPort(broker)},
+		clientID: "app", pending: map[int32]decode.Event{}}
+	s.conns[id] = c
+	s.e.Open(ConnInfo{ID: id, Key: c.key, MidStream: midStream, First: s.next()})
+	return c
+}
+
+// hdr describes a request header's instance ID: none, or a tag with a value.
+type hdr struct {
+	tag      bool
+	id       decode.UUID
+	nullCID  bool
+	clientID string
+}
+
+func none() hdr                   { return hdr{} }
+func with(id decode.UUID) hdr     { return hdr{tag: true, id: id} }
+func (h hdr) nullClient() hdr     { h.nullCID = true; return h }
+func (h hdr) client(s string) hdr { h.clientID = s; return h }
+
+// req sends a request and returns its correlation ID.
+func (c *sconn) req(key, ver int16, h hdr, body *decode.Body) int32 {
+	api, ok := decode.LookupAPI(key)
+	if !ok {
+		c.s.t.Fatalf("no api %d", key)
+	}
+	c.corr++
+	cid := c.clientID
+	if h.clientID != "" {
+		cid = h.clientID
+	}
+	rh := decode.RequestHeader{APIKey: key, APIVersion: ver, CorrelationID: c.corr, HeaderVersion: api.RequestHeaderVersion(ver),
+		ClientID: cid, ClientIDNull: h.nullCID, InstanceID: h.id, HasInstanceID: h.tag, Known: true}
+	ev := decode.Event{Kind: decode.EventRequest, Side: decode.ClientSide, At: c.s.next(), Msg: decode.Message{Request: rh}}
+	if body != nil {
+		ev.Msg.Body, ev.Msg.HasBody = *body, true
+	}
+	c.pending[c.corr] = ev
+	c.s.e.Event(c.id, &ev)
+	return c.corr
+}
+
+// resp answers request corr with an error code (-1: no error code) and body.
+func (c *sconn) resp(corr int32, code int, body *decode.Body) {
+	rq := c.pending[corr]
+	delete(c.pending, corr)
+	ev := decode.Event{Kind: decode.EventResponse, Side: decode.BrokerSide, At: c.s.next(), Msg: decode.Message{
+		Request: rq.Msg.Request, RequestAt: rq.At, Matched: true, Response: decode.ResponseHeader{CorrelationID: corr}}}
+	if code >= 0 {
+		ev.Msg.ErrorCode, ev.Msg.HasErrorCode = int16(code), true
+	}
+	if body != nil {
+		ev.Msg.Body, ev.Msg.HasBody = *body, true
+	}
+	c.s.e.Event(c.id, &ev)
+}
+
+// ok sends a request answered with no error.
+func (c *sconn) ok(key, ver int16, h hdr, body *decode.Body) int32 {
+	corr := c.req(key, ver, h, body)
+	c.resp(corr, 0, nil)
+	return corr
+}
+
+func (c *sconn) close(byBroker bool) {
+	ci := CloseInfo{ByBroker: byBroker, At: c.s.next()}
+	c.s.e.Close(c.id, ci)
+}
+
+func (s *script) done() Result {
+	ids := make([]int, 0, len(s.conns))
+	for id := range s.conns {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	for _, id := range ids {
+		s.e.Close(id, CloseInfo{})
+	}
+	return s.e.Result()
+}
+
+// rulesOf lists "rule@frame" for the findings of severity warning or error
+// (and info ones when all is set).
+func rulesOf(res Result, all bool) string {
+	var out []string
+	for _, f := range res.Findings {
+		if f.Severity == Info && !all {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s@%d", f.Rule, f.At.Frame))
+	}
+	return strings.Join(out, " ")
+}
+
+func tele(id decode.UUID) *decode.Body { return &decode.Body{InstanceID: id, HasInstanceID: true} }
+
+func push(id decode.UUID, terminating bool) *decode.Body {
+	return &decode.Body{InstanceID: id, HasInstanceID: true, Terminating: terminating}
+}
+
+const (
+	apiVersions = 18
+	metadata    = 3
+	gts         = 71
+	pushT       = 72
+	offsetDel   = 47
+	joinGroup   = 11
+	cgh         = 68
+)
+
+// Each case is a scenario and the findings it must produce, frames
+// counted from 1 in the order the script sends messages (open is frame 1).
+var cases = []struct {
+	name string
+	opt  Options
+	run  func(s *script)
+	want string
+	all  bool // compare info findings too
+}{
+	{"seed changed", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, with(idA), nil) // 2,3
+		c.ok(metadata, 12, with(idA), nil)   // 4,5: N carries an ID: seed
+		c.ok(metadata, 12, with(idB), nil)   // 6,7
+	}, "header-id-changed@6", false},
+	{"seed changed twin", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, with(idA), nil)
+		c.ok(metadata, 12, with(idA), nil)
+		c.ok(metadata, 12, with(idA), nil)
+	}, "", false},
+	{"seed dropped", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, with(idA), nil)
+		c.ok(metadata, 12, none(), nil) // 4: no ID, non-null ClientId: seed, dropped
+		c.ok(metadata, 12, with(zero), nil)
+	}, "header-id-dropped@4 header-id-dropped@6", false},
+	{"seed late", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)  // 2
+		c.ok(metadata, 12, with(idA), nil) // 4: F
+		c.ok(metadata, 12, with(idA), nil) // 6: N carries it: seed
+	}, "header-id-late@4 header-id-late@6", false},
+	{"seed late twin: no IDs at all", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)
+		c.ok(metadata, 12, none(), nil)
+	}, "", false},
+	{"seed late never on mid-stream", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", true)
+		c.ok(metadata, 12, none(), nil)
+		c.ok(metadata, 12, with(idA), nil)
+		c.ok(metadata, 12, with(idA), nil)
+	}, "", false},
+	{"accepted missing first (old client)", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)
+		c.ok(gts, 1, none(), &decode.Body{})
+	}, "header-id-missing-first@4", false},
+	{"accepted missing first twin", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)
+		c.ok(gts, 1, with(idA), &decode.Body{}) // F
+		c.ok(metadata, 12, none().nullClient(), nil)
+	}, "", false},
+	{"accepted reserved ZERO (old client)", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(offsetDel, 1, with(zero), nil)
+	}, "header-id-reserved@2", false},
+	{"ONE is reserved in any profile", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(metadata, 12, with(one), nil)
+		c.ok(metadata, 12, with(one), nil)
+	}, "header-id-reserved@2 header-id-reserved@4", false},
+	{"accepted: client ID repeated, ID repeated, changed", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)
+		c.ok(offsetDel, 1, with(idA), nil)           // 4: F
+		c.ok(metadata, 12, none().nullClient(), nil) // 6: N: accepted
+		c.ok(offsetDel, 1, none(), nil)              // 8: ClientId repeated
+		c.ok(offsetDel, 1, with(idA).nullClient(), nil)
+		c.ok(offsetDel, 1, with(idB).nullClient(), nil)
+		c.ok(offsetDel, 1, none().nullClient(), nil)
+	}, "header-client-id-repeated@8 header-id-changed@12", false},
+	{"accepted: ID repeated is info", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(offsetDel, 1, with(idA), nil)
+		c.ok(metadata, 12, none().nullClient(), nil)
+		c.ok(offsetDel, 1, with(idA).nullClient(), nil)
+	}, "header-id-repeated@6", true},
+	{"undetermined: only reserved", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, none(), nil)
+		c.ok(metadata, 12, with(idA), nil) // F, no N
+	}, "", false},
+	{"telemetry body mismatch", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, with(idA), nil)
+		c.req(gts, 0, with(idA), tele(zero)) // 4
+		c.resp(4/2, 42, nil)
+	}, "telemetry-body-mismatch@4", false},
+	{"telemetry body matches header", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(apiVersions, 3, with(idA), nil)
+		corr := c.req(gts, 0, with(idA), tele(idA))
+		c.resp(corr, 0, tele(zero))
+		c.ok(pushT, 0, with(idA), push(idA, false))
+	}, "", false},
+	{"telemetry initial and reuse", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		corr := c.req(gts, 0, none(), tele(zero)) // 2
+		c.resp(corr, 0, tele(idX))                // 3: assigned X
+		c.ok(pushT, 0, none(), push(idX, false))  // 4
+		c.ok(pushT, 0, none(), push(idB, false))  // 6: not reused
+		corr = c.req(gts, 0, none(), tele(zero))  // 8: ZERO again
+		c.resp(corr, 0, tele(idX))
+	}, "telemetry-id-not-reused@6 telemetry-id-not-reused@8", false},
+	{"push reserved, after terminating, unknown", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		corr := c.req(gts, 0, none(), tele(idX))
+		c.resp(corr, 0, tele(zero))               // X accepted
+		c.ok(pushT, 0, none(), push(zero, false)) // 4: reserved (and not reused)
+		c.ok(pushT, 0, none(), push(idX, true))   // 6: terminating
+		c.ok(pushT, 0, none(), push(idX, false))  // 8: after terminating
+		d := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		d.ok(pushT, 0, none(), push(idB, false)) // 11: unknown
+	}, "telemetry-push-reserved-id@4 telemetry-push-after-terminating@8 telemetry-push-unknown-id@11", false},
+	{"telemetry v1 without any ID (seed forced)", Options{Profile: ForceSeed}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(gts, 1, none(), &decode.Body{})
+		c.ok(pushT, 1, none(), &decode.Body{})
+	}, "telemetry-id-missing@2 telemetry-id-missing@4", false},
+	{"telemetry v1 identified by the connection's ID", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		c.ok(offsetDel, 1, with(idA), nil)
+		c.ok(metadata, 12, none().nullClient(), nil)
+		c.ok(gts, 1, none().nullClient(), &decode.Body{})
+		c.ok(pushT, 1, none().nullClient(), &decode.Body{})
+	}, "", false},
+	{"broker fails to assign, conflicts, rejects valid", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		corr := c.req(gts, 0, none(), tele(zero))
+		c.resp(corr, 0, tele(zero)) // 3: not assigned
+		corr = c.req(gts, 0, none(), tele(idX))
+		c.resp(corr, 0, tele(idB)) // 5: conflict
+		corr = c.req(apiVersions, 3, none(), nil)
+		c.resp(corr, 42, nil) // 7: rejected valid
+	}, "broker-id-not-assigned@3 broker-id-conflict@5 broker-rejected-valid@7", false},
+	{"join: MEMBER_ID_REQUIRED, wrong and right rejoin, old version", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		corr := c.req(joinGroup, 9, none(), &decode.Body{GroupID: "g"})
+		c.resp(corr, 79, &decode.Body{MemberID: "m-1"})
+		c.ok(joinGroup, 9, none(), &decode.Body{GroupID: "g", MemberID: "m-2"}) // 4: wrong
+		corr = c.req(joinGroup, 9, none(), &decode.Body{GroupID: "h"})
+		c.resp(corr, 79, &decode.Body{MemberID: "m-3"})
+		c.ok(joinGroup, 9, none(), &decode.Body{GroupID: "h", MemberID: "m-3"}) // right
+		corr = c.req(joinGroup, 3, none(), &decode.Body{GroupID: "k"})
+		c.resp(corr, 79, &decode.Body{MemberID: "m-4"}) // 11: old version
+	}, "join-member-id-not-used@4 join-member-id-required-old-version@11", false},
+	{"heartbeat: empty and changed", Options{}, func(s *script) {
+		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		corr := c.req(cgh, 1, none(), &decode.Body{GroupID: "g"}) // 2: empty
+		c.resp(corr, 42, nil)
+		c.ok(cgh, 1, none(), &decode.Body{GroupID: "g", MemberID: "a"})
+		c.ok(cgh, 1, none(), &decode.Body{GroupID: "g", MemberID: "b"}) // 6: changed
+		c.ok(cgh, 1, none(), &decode.Body{GroupID: "g", MemberID: "b", MemberEpoch: -1})
+		c.ok(cgh, 1, none(), &decode.Body{GroupID: "g", MemberID: "c"}) // after leaving: fine
+		c.ok(cgh, 0, none(), &decode.Body{GroupID: "v0"})               // v0 may be empty
+	}, "heartbeat-member-id-empty@2 heartbeat-member-id-changed@6", false},
+	{"instance shared across addresses and split", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(metadata, 12, with(idA), nil) // 2
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(metadata, 12, with(idA), nil) // 5: shared
+		c := s.open(3, "10.0.0.1:5001", "10.0.0.9:9092", false)
+		c.ok(metadata, 12, with(idB), nil) // 8: split (info)
+	}, "instance-id-shared@5 instance-id-split@8", true},
+}
+
+func TestEngineCases(t *testing.T) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScript(t, tc.opt)
+			tc.run(s)
+			if got := rulesOf(s.done(), tc.all); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBrokerVerdicts(t *testing.T) {
+	s := newScript(t, Options{})
+	// Broker .9 rejects a changed ID; .8 accepts one; .7 closes on it; .6
+	// does both.
+	for i, b := range []string{"10.0.0.9:9092", "10.0.0.8:9092", "10.0.0.7:9092", "10.0.0.6:9092", "10.0.0.6:9092", "10.0.0.5:9092"} {
+		c := s.open(i+1, fmt.Sprintf("10.0.0.1:%d", 5000+i), b, false)
+		c.ok(apiVersions, 3, with(idA), nil)
+		c.ok(metadata, 12, with(idA), nil)
+		corr := c.req(gts, 0, with(idB), tele(idB)) // header-id-changed, an error rule
+		switch i {
+		case 0, 3:
+			c.resp(corr, 42, nil)
+		case 1, 4:
+			c.resp(corr, 0, tele(zero))
+		case 2:
+			c.close(true)
+		case 5:
+			c.resp(corr, 35, nil) // tells nothing
+		}
+	}
+	res := s.done()
+	got := map[string]string{}
+	for _, b := range res.Brokers {
+		got[b.Endpoint.String()] = b.Verdict.String()
+	}
+	want := map[string]string{"10.0.0.9:9092": "enforces", "10.0.0.8:9092": "ignores", "10.0.0.7:9092": "enforces",
+		"10.0.0.6:9092": "mixed", "10.0.0.5:9092": "unknown"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("broker %s: %s, want %s", k, got[k], v)
+		}
+	}
+	// Every connection is a new client; one per broker verdict column.
+	if m := res.Matrix.Cells; m[1][0] != 1 || m[1][1] != 2 || m[1][2] != 3 || m[0] != [3]int{} {
+		t.Errorf("matrix %v", m)
+	}
+	var answers []string
+	for _, f := range res.Findings {
+		if f.Rule == HeaderIDChanged {
+			answers = append(answers, f.BrokerAnswer)
+		}
+	}
+	if strings.Join(answers, ",") != "INVALID_REQUEST,NONE,"+ClosedByBroker+",INVALID_REQUEST,NONE,UNSUPPORTED_VERSION" {
+		t.Errorf("broker answers %q", answers)
+	}
+}
+
+// TestPrecedence: one finding per request, the first of RULES.md §1's
+// order, naming the others.
+func TestPrecedence(t *testing.T) {
+	s := newScript(t, Options{})
+	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	c.ok(apiVersions, 3, with(idA), nil)
+	c.ok(metadata, 12, with(idA), nil)
+	c.ok(pushT, 0, with(idB), push(zero, false)) // changed, reserved push, body mismatch, unknown
+	res := s.done()
+	if len(res.Findings) != 1 {
+		t.Fatalf("findings %v", rulesOf(res, true))
+	}
+	f := res.Findings[0]
+	if f.Rule != HeaderIDChanged || strings.Join(f.Also, ",") != "telemetry-push-reserved-id,telemetry-body-mismatch" {
+		t.Errorf("%s also %v", f.Rule, f.Also)
+	}
+	if f.Expected != idA.String() || f.Seen != idB.String() || len(f.Related) != 2 || f.Related[0].Frame != 2 || f.Related[1].Frame != 7 {
+		t.Errorf("evidence %+v", f)
+	}
+	if !strings.Contains(f.Message, "also: telemetry-push-reserved-id") {
+		t.Errorf("message %q", f.Message)
+	}
+}
+
+// TestGapMarksLaterFindings: a finding after lost bytes says so.
+func TestGapMarksLaterFindings(t *testing.T) {
+	s := newScript(t, Options{})
+	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	c.ok(apiVersions, 3, with(idA), nil)
+	c.ok(metadata, 12, with(idA), nil)
+	s.e.Gap(1, decode.ClientSide, decode.Where{Frame: 6})
+	s.e.Event(1, &decode.Event{Kind: decode.EventResync, Side: decode.ClientSide, At: s.next(), Skipped: 100})
+	c.ok(metadata, 12, with(idB), nil)
+	res := s.done()
+	if got := rulesOf(res, true); got != "stream-gap@6 header-id-changed@7" {
+		t.Fatalf("findings %s", got)
+	}
+	if f := res.Findings[1]; !f.AfterGap || !strings.Contains(f.Message, "lost") {
+		t.Errorf("finding after a gap: %+v", f)
+	}
+}
+
+// TestConnectionsTable checks the per-connection summary.
+func TestConnectionsTable(t *testing.T) {
+	s := newScript(t, Options{})
+	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	c.ok(offsetDel, 1, with(idA), nil)
+	c.ok(metadata, 12, none().nullClient(), nil)
+	d := s.open(2, "[2001:db8::1]:5000", "[2001:db8::9]:9092", true)
+	d.ok(metadata, 12, none(), nil)
+	res := s.done()
+	if len(res.Connections) != 2 {
+		t.Fatalf("connections %+v", res.Connections)
+	}
+	a, b := res.Connections[0], res.Connections[1]
+	if a.Profile != ProfileAccepted || !a.NewClient || a.InstanceID != idA || a.Requests != 2 || a.Responses != 2 || a.ClientID != "app" {
+		t.Errorf("connection 1 %+v", a)
+	}
+	if b.Profile != ProfileNone || b.NewClient || !b.MidStream || b.Key.Client.String() != "[2001:db8::1]:5000" {
+		t.Errorf("connection 2 %+v", b)
+	}
+	if len(res.Instances) != 1 || res.Instances[0].ID != idA || len(res.Instances[0].Connections) != 1 {
+		t.Errorf("instances %+v", res.Instances)
+	}
+}

@@ -1,0 +1,140 @@
+package rules
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+const errMemberIDRequired = 79
+
+// groupState is what the group membership rules (RULES.md §6) remember.
+type groupState struct {
+	// required maps (client instance, group) to the member ID a
+	// MEMBER_ID_REQUIRED answer assigned, and where.
+	required map[string]assigned
+	// members maps (connection, group) to the member ID last used.
+	members map[string]string
+	// joins remembers JoinGroup requests by connection and correlation ID.
+	joins map[askKey]joinRequest
+}
+
+type assigned struct {
+	member string
+	at     Frame
+}
+
+type joinRequest struct {
+	group   string
+	version int16
+	header  headerID
+}
+
+func newGroupState() groupState {
+	return groupState{required: map[string]assigned{}, members: map[string]string{}, joins: map[askKey]joinRequest{}}
+}
+
+func groupKey(client, group string) string { return client + "\x00" + group }
+
+func (g *groupState) request(cs *connState, ev *decode.Event, x headerID) []cand {
+	m := &ev.Msg
+	h := &m.Request
+	if !m.HasBody {
+		return nil
+	}
+	switch h.APIKey {
+	case decode.KeyJoinGroup:
+		g.joins[askKey{cs.info.ID, h.CorrelationID}] = joinRequest{group: m.Body.GroupID, version: h.APIVersion, header: x}
+		keys := []string{groupKey(connKey(cs.info.ID), m.Body.GroupID)}
+		if id, ok := linkID(cs, x); ok {
+			keys = append(keys, groupKey(headerKey(id), m.Body.GroupID))
+		}
+		for _, k := range keys {
+			a, ok := g.required[k]
+			if !ok {
+				continue
+			}
+			// This is the client's next JoinGroup for the group.
+			for _, k := range keys {
+				delete(g.required, k)
+			}
+			if m.Body.MemberID != a.member {
+				return []cand{{rule: JoinMemberIDNotUsed, expected: "member ID " + quote(a.member), seen: "member ID " + quote(m.Body.MemberID),
+					related: []Frame{a.at}}}
+			}
+			return nil
+		}
+	case decode.KeyConsumerGroupHeartbeat:
+		var out []cand
+		if h.APIVersion >= 1 && m.Body.MemberID == "" {
+			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: "a client-generated member ID", seen: "an empty member ID"})
+		}
+		k := groupKey(strconv.Itoa(cs.info.ID), m.Body.GroupID)
+		last := g.members[k]
+		if m.Body.MemberID != "" && last != "" && m.Body.MemberID != last {
+			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: "member ID " + quote(last), seen: "member ID " + quote(m.Body.MemberID)})
+		}
+		switch {
+		case m.Body.MemberEpoch < 0:
+			delete(g.members, k) // leaving: a new member ID may follow
+		case m.Body.MemberID != "":
+			g.members[k] = m.Body.MemberID
+		}
+		return out
+	}
+	return nil
+}
+
+// linkID is the header instance ID that links a connection to others of
+// the same client instance.
+func linkID(cs *connState, x headerID) (decode.UUID, bool) {
+	if x.carries {
+		return x.id, true
+	}
+	return cs.firstID, cs.hasFirstID
+}
+
+func (g *groupState) response(cs *connState, ev *decode.Event) []cand {
+	m := &ev.Msg
+	switch m.Request.APIKey {
+	case decode.KeyJoinGroup:
+		k := askKey{cs.info.ID, m.Request.CorrelationID}
+		req, ok := g.joins[k]
+		delete(g.joins, k)
+		if !ok || !m.HasErrorCode || m.ErrorCode != errMemberIDRequired {
+			return nil
+		}
+		a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}
+		g.required[groupKey(connKey(cs.info.ID), req.group)] = a
+		if id, ok := linkID(cs, req.header); ok {
+			g.required[groupKey(headerKey(id), req.group)] = a
+		}
+		if req.version <= 3 {
+			return []cand{{rule: JoinMemberIDRequiredOldVersion, expected: "JoinGroup v4+ for MEMBER_ID_REQUIRED",
+				seen: "JoinGroup v" + strconv.Itoa(int(req.version))}}
+		}
+	}
+	return nil
+}
+
+// forget drops what was kept for a closed connection.
+func (g *groupState) forget(conn int) {
+	prefix := connKey(conn) + "\x00"
+	for k := range g.required {
+		if strings.HasPrefix(k, prefix) {
+			delete(g.required, k)
+		}
+	}
+	prefix = strconv.Itoa(conn) + "\x00"
+	for k := range g.members {
+		if strings.HasPrefix(k, prefix) {
+			delete(g.members, k)
+		}
+	}
+	for k := range g.joins {
+		if k.conn == conn {
+			delete(g.joins, k)
+		}
+	}
+}

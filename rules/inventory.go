@@ -1,0 +1,184 @@
+package rules
+
+import (
+	"bytes"
+	"net/netip"
+	"sort"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+// instanceState is what the engine knows of one client instance ID.
+type instanceState struct {
+	id          decode.UUID
+	clientIDs   map[string]bool
+	addrs       map[netip.Addr]Frame // first frame per client address
+	firstAddr   netip.Addr
+	brokers     map[netip.AddrPort]bool
+	conns       map[int]bool
+	first, last decode.Where
+	shared      bool // instance-id-shared was reported
+}
+
+// splitKey names a pair of instance IDs of one client (IP and ClientId).
+type splitKey struct {
+	addr     netip.Addr
+	clientID string
+	a, b     decode.UUID
+}
+
+// instanceSeen updates the inventory with a request that carries a header
+// ID and returns the §7 findings it causes.
+func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []cand {
+	if !x.carries || x.id.IsOne() {
+		return nil
+	}
+	in := e.instances[x.id]
+	if in == nil {
+		in = &instanceState{id: x.id, clientIDs: map[string]bool{}, addrs: map[netip.Addr]Frame{},
+			brokers: map[netip.AddrPort]bool{}, conns: map[int]bool{}, first: ev.At, firstAddr: cs.info.Key.Client.Addr()}
+		e.instances[x.id] = in
+	}
+	in.last = ev.At
+	if cs.clientID != "" {
+		in.clientIDs[cs.clientID] = true
+	}
+	in.brokers[cs.info.Key.Broker] = true
+	in.conns[cs.info.ID] = true
+	var out []cand
+	addr := cs.info.Key.Client.Addr()
+	if _, ok := in.addrs[addr]; !ok {
+		in.addrs[addr] = frameOf(ev.At)
+		if len(in.addrs) > 1 && !in.shared {
+			in.shared = true
+			out = append(out, cand{rule: InstanceIDShared, expected: "one client address (" + in.firstAddr.String() + ")",
+				seen: x.id.String() + " also from " + addr.String(), related: []Frame{in.addrs[in.firstAddr]}})
+		}
+	}
+	// instance-id-split: another open connection of the same client (IP
+	// and ClientId) carries a different instance ID.
+	if cs.clientID != "" {
+		for _, other := range e.conns {
+			if other == cs || !other.hasFirstID || other.firstID == x.id || other.clientID != cs.clientID ||
+				other.info.Key.Client.Addr() != addr {
+				continue
+			}
+			a, b := other.firstID, x.id
+			if bytes.Compare(a[:], b[:]) > 0 {
+				a, b = b, a
+			}
+			k := splitKey{addr, cs.clientID, a, b}
+			if e.splits[k] {
+				continue
+			}
+			e.splits[k] = true
+			out = append(out, cand{rule: InstanceIDSplit, expected: other.firstID.String() + " (as its other open connection)",
+				seen: x.id.String(), related: []Frame{frameOf(other.info.First)}})
+		}
+	}
+	return out
+}
+
+func (e *Engine) instanceList() []Instance {
+	var out []Instance
+	for _, in := range e.instances {
+		i := Instance{ID: in.id, First: in.first, Last: in.last}
+		for c := range in.clientIDs {
+			i.ClientIDs = append(i.ClientIDs, c)
+		}
+		sort.Strings(i.ClientIDs)
+		for a := range in.addrs {
+			i.Addresses = append(i.Addresses, a)
+		}
+		sort.Slice(i.Addresses, func(x, y int) bool { return i.Addresses[x].Less(i.Addresses[y]) })
+		for b := range in.brokers {
+			i.Brokers = append(i.Brokers, b)
+		}
+		sort.Slice(i.Brokers, func(x, y int) bool { return i.Brokers[x].Compare(i.Brokers[y]) < 0 })
+		for c := range in.conns {
+			i.Connections = append(i.Connections, c)
+		}
+		sort.Ints(i.Connections)
+		for k, g := range e.tele.got {
+			if k == headerKey(in.id) && !contains(uuidStrings(i.TelemetryIDs), g.id.String()) {
+				i.TelemetryIDs = append(i.TelemetryIDs, g.id)
+			}
+		}
+		out = append(out, i)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].First.File != out[b].First.File {
+			return out[a].First.File < out[b].First.File
+		}
+		return out[a].First.Frame < out[b].First.Frame
+	})
+	return out
+}
+
+func uuidStrings(ids []decode.UUID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+// brokerState is what the engine knows of one broker endpoint.
+type brokerState struct {
+	enforce, ignore []Frame
+	connections     int
+}
+
+func (e *Engine) broker(ep netip.AddrPort) *brokerState {
+	b := e.brokers[ep]
+	if b == nil {
+		b = &brokerState{}
+		e.brokers[ep] = b
+	}
+	return b
+}
+
+func (e *Engine) brokerList() []Broker {
+	var out []Broker
+	for ep, b := range e.brokers {
+		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections}
+		switch {
+		case len(b.enforce) > 0 && len(b.ignore) > 0:
+			br.Verdict = VerdictMixed
+		case len(b.enforce) > 0:
+			br.Verdict = VerdictEnforces
+		case len(b.ignore) > 0:
+			br.Verdict = VerdictIgnores
+		}
+		out = append(out, br)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
+	return out
+}
+
+// matrix counts connections per client kind and broker verdict.
+func (e *Engine) matrix(conns []Connection, brokers []Broker) Matrix {
+	verdict := map[netip.AddrPort]Verdict{}
+	for _, b := range brokers {
+		verdict[b.Endpoint] = b.Verdict
+	}
+	var m Matrix
+	for _, c := range conns {
+		if c.NotKafka != "" || c.Requests == 0 {
+			continue
+		}
+		row := 0
+		if c.NewClient {
+			row = 1
+		}
+		col := 2
+		switch verdict[c.Key.Broker] {
+		case VerdictIgnores:
+			col = 0
+		case VerdictEnforces:
+			col = 1
+		}
+		m.Cells[row][col]++
+	}
+	return m
+}

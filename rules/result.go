@@ -1,0 +1,204 @@
+package rules
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+// Severity of a finding.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Error:
+		return "error"
+	case Warning:
+		return "warning"
+	}
+	return "info"
+}
+
+// ParseSeverity reads "info", "warning" or "error".
+func ParseSeverity(s string) (Severity, bool) {
+	switch s {
+	case "info":
+		return Info, true
+	case "warning":
+		return Warning, true
+	case "error":
+		return Error, true
+	}
+	return 0, false
+}
+
+// Profile is the KIP-1313 revision a connection is judged by (RULES.md §2).
+type Profile int
+
+const (
+	ProfileNone     Profile = iota // not determined (or no header rule applies)
+	ProfileSeed                    // the source documents: every flexible-header request
+	ProfileAccepted                // the accepted KIP: header v3 requests
+)
+
+func (p Profile) String() string {
+	switch p {
+	case ProfileSeed:
+		return "seed"
+	case ProfileAccepted:
+		return "accepted"
+	}
+	return ""
+}
+
+// ProfileChoice is the --profile flag: a forced profile or auto.
+type ProfileChoice int
+
+const (
+	ProfileAuto ProfileChoice = iota
+	ForceSeed
+	ForceAccepted
+)
+
+// Endpoint pair of a connection.
+type ConnKey struct {
+	Client netip.AddrPort
+	Broker netip.AddrPort
+}
+
+// Frame names a frame of an input file.
+type Frame struct {
+	File  int
+	Frame int64
+}
+
+// Finding is one rule that fired, with its evidence.
+type Finding struct {
+	Rule     string
+	Severity Severity
+	At       decode.Where // the frame the finding points at (request, or response for the broker's answer)
+	// Related are frames that support it: where the connection's ID was
+	// established, the response that answered, the earlier frame of a
+	// shared ID.
+	Related    []Frame
+	Conn       ConnKey
+	ConnID     int
+	APIKey     int16
+	APIVersion int16
+	HasAPI     bool
+	// CorrelationID of the request concerned (HasAPI).
+	CorrelationID int32
+	Expected      string
+	Seen          string
+	// BrokerAnswer is the error code name the broker answered the request
+	// with, "" when the response carries no top-level error code, and
+	// NoResponse when the capture holds no answer.
+	BrokerAnswer string
+	Message      string
+	// AfterGap is true when bytes of the connection were lost before it:
+	// what the capture shows before it is incomplete.
+	AfterGap bool
+	// Also names the other §3/§4 rules that applied to the same request.
+	Also []string
+	// Count is how many events a stream-unanswered finding stands for.
+	Count int64
+}
+
+// NoResponse is the broker answer of a request the capture holds no
+// response to.
+const NoResponse = "no response in capture"
+
+// Verdict is what a broker's answers say of KIP-1313 (RULES.md §5).
+type Verdict int
+
+const (
+	VerdictUnknown Verdict = iota
+	VerdictEnforces
+	VerdictIgnores
+	VerdictMixed
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case VerdictEnforces:
+		return "enforces"
+	case VerdictIgnores:
+		return "ignores"
+	case VerdictMixed:
+		return "mixed"
+	}
+	return "unknown"
+}
+
+// Broker is one broker endpoint and its KIP-1313 behaviour.
+type Broker struct {
+	Endpoint netip.AddrPort
+	Verdict  Verdict
+	// EnforceFrames are the responses (or closes) that rejected a
+	// violating request; IgnoreFrames the ones that accepted one.
+	EnforceFrames []Frame
+	IgnoreFrames  []Frame
+	Connections   int
+	// Telemetry says whether its ApiVersions offered keys 71 and 72
+	// (unknown when no ApiVersions response was seen).
+	Telemetry      bool
+	TelemetryKnown bool
+}
+
+// Connection is the summary of one connection.
+type Connection struct {
+	ID        int
+	Key       ConnKey
+	ClientID  string
+	HasClient bool
+	// InstanceID is the connection's established (or first) header ID.
+	InstanceID    decode.UUID
+	HasInstanceID bool
+	Profile       Profile
+	MidStream     bool
+	NewClient     bool // sent header instance IDs
+	Requests      int64
+	Responses     int64
+	Unanswered    int64
+	Gaps          int
+	NotKafka      string
+	First, Last   decode.Where
+}
+
+// Instance is one client instance ID and where it was seen.
+type Instance struct {
+	ID          decode.UUID
+	ClientIDs   []string
+	Addresses   []netip.Addr
+	Brokers     []netip.AddrPort
+	Connections []int
+	First, Last decode.Where
+	// TelemetryIDs are the telemetry client instance IDs it used.
+	TelemetryIDs []decode.UUID
+}
+
+// Matrix counts connections per client kind (old: no header IDs, new:
+// header IDs) and broker verdict, as the seed's old/new table.
+type Matrix struct {
+	// Cells[client][broker]: client 0 old, 1 new; broker 0 ignores (old),
+	// 1 enforces (new), 2 unknown or mixed.
+	Cells [2][3]int
+}
+
+// Result is everything the engine found.
+type Result struct {
+	Findings    []Finding
+	Connections []Connection
+	Instances   []Instance
+	Brokers     []Broker
+	Matrix      Matrix
+	// Start and End of the traffic seen.
+	Start, End time.Time
+}

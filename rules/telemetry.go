@@ -1,0 +1,192 @@
+package rules
+
+import (
+	"strconv"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+// telemetryState is what the telemetry rules (RULES.md §4) remember across
+// connections.
+type telemetryState struct {
+	// got maps a client instance (a connection, "c:ID", or a header
+	// instance ID linking connections, "h:UUID") to the telemetry ID it got
+	// and where.
+	got map[string]gotID
+	// known are the IDs a GetTelemetrySubscriptions exchange assigned or
+	// accepted, and where.
+	known map[decode.UUID]Frame
+	// terminated are IDs a terminating push used, and where.
+	terminated map[decode.UUID]Frame
+	// asked remembers, per connection and correlation ID, what a
+	// GetTelemetrySubscriptions request sent, for its response.
+	asked map[askKey]teleRequest
+}
+
+type gotID struct {
+	id decode.UUID
+	at Frame
+}
+
+type askKey struct {
+	conn int
+	corr int32
+}
+
+type teleRequest struct {
+	h        headerID
+	body     decode.UUID // v0 body ID (R)
+	hasBody  bool
+	ident    decode.UUID // the ID it identifies itself by
+	hasIdent bool
+	at       Frame
+}
+
+func newTelemetryState() telemetryState {
+	return telemetryState{got: map[string]gotID{}, known: map[decode.UUID]Frame{},
+		terminated: map[decode.UUID]Frame{}, asked: map[askKey]teleRequest{}}
+}
+
+func connKey(id int) string            { return "c:" + strconv.Itoa(id) }
+func headerKey(id decode.UUID) string  { return "h:" + id.String() }
+func zeroOrText(id decode.UUID) string { return idText(id, true) }
+
+// identity is the ID a telemetry request identifies its client by: the v0
+// body's ID; for v1 the header ID, else the connection's (its first
+// non-zero header ID, RULES.md §1 "established ID" for the telemetry
+// rules).
+func identity(cs *connState, ev *decode.Event, x headerID) (decode.UUID, bool) {
+	m := &ev.Msg
+	if m.Request.APIVersion == 0 {
+		return m.Body.InstanceID, m.HasBody && m.Body.HasInstanceID
+	}
+	if x.tag {
+		return x.id, true
+	}
+	return cs.firstID, cs.hasFirstID
+}
+
+// request applies the telemetry rules to a GetTelemetrySubscriptions or
+// PushTelemetry request and returns the findings that apply, in no order.
+func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []cand {
+	h := &ev.Msg.Request
+	if h.APIKey != decode.KeyGetTelemetrySubscriptions && h.APIKey != decode.KeyPushTelemetry {
+		return nil
+	}
+	m := &ev.Msg
+	if h.APIVersion == 0 && !m.HasBody {
+		return nil // the body did not decode: nothing to compare
+	}
+	at := frameOf(ev.At)
+	ident, hasIdent := identity(cs, ev, x)
+	var out []cand
+	if h.APIVersion == 0 && x.carries && m.Body.InstanceID != x.id {
+		out = append(out, cand{rule: TelemetryBodyMismatch, expected: "body ID " + x.id.String() + " (the header's)",
+			seen: "body ID " + zeroOrText(m.Body.InstanceID)})
+	}
+	if h.APIVersion >= 1 && !x.carries && !cs.hasFirstID {
+		out = append(out, cand{rule: TelemetryIDMissing, expected: "a header instance ID", seen: "no ID in the header or on the connection"})
+	}
+	if g, ok := t.gotFor(cs, x); ok && hasIdent && ident != g.id {
+		out = append(out, cand{rule: TelemetryIDNotReused, expected: g.id.String(), seen: zeroOrText(ident), related: []Frame{g.at}})
+	}
+	if h.APIKey == decode.KeyPushTelemetry && hasIdent {
+		if ident.IsReserved() {
+			out = append(out, cand{rule: TelemetryPushReservedID, expected: "a non-reserved ID", seen: zeroOrText(ident)})
+		} else {
+			if f, ok := t.terminated[ident]; ok {
+				out = append(out, cand{rule: TelemetryPushAfterTerminate, expected: "no push after the terminating one",
+					seen: "push for " + ident.String(), related: []Frame{f}})
+			}
+			if _, ok := t.known[ident]; !ok {
+				out = append(out, cand{rule: TelemetryPushUnknownID, expected: "an ID a GetTelemetrySubscriptions exchange produced",
+					seen: ident.String()})
+			}
+			if m.Body.Terminating {
+				if _, ok := t.terminated[ident]; !ok {
+					t.terminated[ident] = at
+				}
+			}
+		}
+	}
+	if h.APIKey == decode.KeyGetTelemetrySubscriptions {
+		t.asked[askKey{cs.info.ID, h.CorrelationID}] = teleRequest{h: x, body: m.Body.InstanceID,
+			hasBody: h.APIVersion == 0, ident: ident, hasIdent: hasIdent, at: at}
+	}
+	return out
+}
+
+// gotFor returns the telemetry ID the client instance got: on this
+// connection, or on one linked to it by the same header ID.
+func (t *telemetryState) gotFor(cs *connState, x headerID) (gotID, bool) {
+	if g, ok := t.got[connKey(cs.info.ID)]; ok {
+		return g, true
+	}
+	id, has := x.id, x.carries
+	if !has {
+		id, has = cs.firstID, cs.hasFirstID
+	}
+	if has {
+		g, ok := t.got[headerKey(id)]
+		return g, ok
+	}
+	return gotID{}, false
+}
+
+// response applies the rules about the broker's answer to a
+// GetTelemetrySubscriptions and records the ID the client got.
+func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
+	m := &ev.Msg
+	if m.Request.APIKey != decode.KeyGetTelemetrySubscriptions {
+		return nil
+	}
+	k := askKey{cs.info.ID, m.Request.CorrelationID}
+	req, ok := t.asked[k]
+	delete(t.asked, k)
+	if !ok || !m.HasErrorCode || m.ErrorCode != 0 {
+		return nil
+	}
+	var out []cand
+	b := m.Body.InstanceID
+	var got decode.UUID
+	if req.hasBody {
+		r := req.body
+		switch {
+		case r.IsZero() && !req.h.carries && b.IsZero():
+			out = append(out, cand{rule: BrokerIDNotAssigned, expected: "a new client instance ID", seen: "ZERO",
+				related: []Frame{req.at}})
+		case !r.IsZero() && !b.IsZero() && b != r:
+			out = append(out, cand{rule: BrokerIDConflict, expected: r.String() + " (echoed) or ZERO", seen: b.String(),
+				related: []Frame{req.at}})
+		}
+		switch {
+		case !b.IsZero():
+			got = b
+		case !r.IsZero():
+			got = r
+		}
+	} else if req.hasIdent {
+		got = req.ident
+	}
+	if !got.IsReserved() {
+		at := frameOf(ev.At)
+		t.known[got] = at
+		t.got[connKey(cs.info.ID)] = gotID{got, at}
+		if req.h.carries {
+			t.got[headerKey(req.h.id)] = gotID{got, at}
+		} else if cs.hasFirstID {
+			t.got[headerKey(cs.firstID)] = gotID{got, at}
+		}
+	}
+	return out
+}
+
+// forget drops what was kept for a closed connection.
+func (t *telemetryState) forget(conn int) {
+	delete(t.got, connKey(conn))
+	for k := range t.asked {
+		if k.conn == conn {
+			delete(t.asked, k)
+		}
+	}
+}
