@@ -189,7 +189,10 @@ type framer struct {
 	marks   []Span // spans of scan
 	scanAt  int64  // bytes dropped from the front of scan while lost
 	scanned int    // scan positions before this one are judged
-	waits   []int  // scan positions of candidates waiting for evidence
+	// tlsLooked is how many bytes the side had when its scan was last
+	// searched for TLS records.
+	tlsLooked int64
+	waits     []int // scan positions of candidates waiting for evidence
 }
 
 func (f *framer) lose() {
@@ -201,7 +204,7 @@ func (f *framer) lose() {
 
 func (f *framer) clearScan() {
 	f.scan, f.marks, f.waits = f.scan[:0], f.marks[:0], f.waits[:0]
-	f.scanAt, f.scanned = 0, 0
+	f.scanAt, f.scanned, f.tlsLooked = 0, 0, 0
 }
 
 // resetFrame readies the framer for the next frame.

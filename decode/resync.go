@@ -277,9 +277,14 @@ func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
 		return
 	}
 	seen := f.scanAt + int64(len(f.scan))
-	if looksLikeTLS(f.scan) {
-		c.notKafka(f.side, at(f.marks, 0), "TLS")
-		return
+	// Look for TLS records in the first bytes only, and again only after
+	// 4 KiB more: rescanning the buffer on every chunk would cost O(n²).
+	if seen <= notKafkaAfter && (f.tlsLooked == 0 || seen-f.tlsLooked >= 4<<10 || atEnd) {
+		f.tlsLooked = seen
+		if looksLikeTLS(f.scan) {
+			c.notKafka(f.side, at(f.marks, 0), "TLS")
+			return
+		}
 	}
 	if seen >= notKafkaAfter && !f.midStart || atEnd && seen > 0 && f.side == ClientSide {
 		c.notKafka(f.side, at(f.marks, 0), fmt.Sprintf("no Kafka frame in %d bytes", seen))
