@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/kidscope/kidscope/pipeline"
@@ -33,6 +34,32 @@ func ValidAnalyzeFormat(format string) bool {
 }
 
 // WriteAnalysis renders the analysis in one format.
+//
+// table and markdown are for people: sections in CLI.md's order, repeats of
+// one rule on one connection grouped into one row, info findings only with
+// Verbose. json, ndjson and csv are for programs: every finding is listed,
+// nothing is shortened, and the field names are the stable schema of
+// CLI.md (README: `kidscope analyze`).
 func WriteAnalysis(w io.Writer, a *Analysis, opt AnalysisOptions) error {
-	return writeAnalysisJSON(w, a, opt)
+	switch opt.Format {
+	case "table", "":
+		return writeAnalysisTable(w, a, opt)
+	case "markdown":
+		return writeAnalysisMarkdown(w, a, opt)
+	case "json":
+		return writeAnalysisJSON(w, a, opt)
+	case "ndjson":
+		return writeAnalysisNDJSON(w, a, opt)
+	case "csv":
+		return writeAnalysisCSV(w, a, opt)
+	}
+	return fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv or markdown", opt.Format)
+}
+
+// fileName is the name of input file i, as the findings name it.
+func fileName(files []string, i int) string {
+	if i >= 0 && i < len(files) {
+		return files[i]
+	}
+	return fmt.Sprintf("input %d", i+1)
 }

@@ -1,28 +1,448 @@
 package report
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
+	"sort"
+	"time"
 
+	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/rules"
 )
 
-// placeholder JSON until the full renderer lands
+// AnalysisSchemaVersion is the schema_version of analyze's json and ndjson
+// output. Fields may be added without changing it; none is renamed or
+// removed.
+const AnalysisSchemaVersion = 1
+
+// The types below are the JSON schema of `kidscope analyze -o json` (CLI.md,
+// README). The field order is the output order. Pointers are null when the
+// value does not exist; slices are never null.
+
+type analysisJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	Summary       summaryJSON      `json:"summary"`
+	Findings      []findingJSON    `json:"findings"`
+	Connections   []connectionJSON `json:"connections"`
+	Instances     []instanceJSON   `json:"instances"`
+	Brokers       []brokerJSON     `json:"brokers"`
+	Matrix        matrixJSON       `json:"matrix"`
+}
+
+type severityCounts struct {
+	Error   int `json:"error"`
+	Warning int `json:"warning"`
+	Info    int `json:"info"`
+}
+
+type summaryJSON struct {
+	Files              []string       `json:"files"`
+	Packets            int64          `json:"packets"`
+	Bytes              int64          `json:"bytes"`
+	Connections        int64          `json:"connections"`
+	Requests           int64          `json:"requests"`
+	Responses          int64          `json:"responses"`
+	FindingsBySeverity severityCounts `json:"findings_by_severity"`
+	// Extras.
+	First              *string  `json:"first"`
+	Last               *string  `json:"last"`
+	Gaps               int64    `json:"gaps"`
+	Resyncs            int64    `json:"resyncs"`
+	Malformed          int64    `json:"malformed"`
+	MalformedPackets   int64    `json:"malformed_packets"`
+	CutPackets         int64    `json:"cut_packets"`
+	NotKafka           int64    `json:"not_kafka"`
+	Unanswered         int64    `json:"unanswered"`
+	Unmatched          int64    `json:"unmatched"`
+	UnknownAPI         int64    `json:"unknown_api"`
+	TruncatedStreams   int64    `json:"truncated_streams"`
+	ConnectionsDropped int64    `json:"connections_dropped"`
+	Problems           []string `json:"problems"`
+	Interrupted        bool     `json:"interrupted"`
+}
+
+type endpointsJSON struct {
+	Client string `json:"client"`
+	Broker string `json:"broker"`
+}
+
+type frameRefJSON struct {
+	File  string `json:"file"`
+	Frame int64  `json:"frame"`
+}
+
+type whereJSON struct {
+	File  string  `json:"file"`
+	Frame int64   `json:"frame"`
+	Time  *string `json:"time"`
+}
+
+type findingJSON struct {
+	Rule          string         `json:"rule"`
+	Severity      string         `json:"severity"`
+	File          string         `json:"file"`
+	Frame         int64          `json:"frame"`
+	Time          *string        `json:"time"`
+	RelatedFrames []int64        `json:"related_frames"`
+	Related       []frameRefJSON `json:"related"`
+	Connection    endpointsJSON  `json:"connection"`
+	ConnectionID  int            `json:"connection_id"`
+	APIKey        *int16         `json:"api_key"`
+	APIName       *string        `json:"api_name"`
+	APIVersion    *int16         `json:"api_version"`
+	CorrelationID *int32         `json:"correlation_id"`
+	Expected      *string        `json:"expected"`
+	Seen          *string        `json:"seen"`
+	BrokerAnswer  *string        `json:"broker_answer"`
+	Message       string         `json:"message"`
+	AfterGap      bool           `json:"after_gap"`
+	Also          []string       `json:"also"`
+	Count         int64          `json:"count"`
+}
+
+type connectionJSON struct {
+	ID         int        `json:"id"`
+	Client     string     `json:"client"`
+	Broker     string     `json:"broker"`
+	ClientID   *string    `json:"client_id"`
+	InstanceID *string    `json:"instance_id"`
+	Profile    *string    `json:"profile"`
+	MidStream  bool       `json:"mid_stream"`
+	Requests   int64      `json:"requests"`
+	Responses  int64      `json:"responses"`
+	Gaps       int        `json:"gaps"`
+	Unanswered int64      `json:"unanswered"`
+	NewClient  bool       `json:"new_client"`
+	NotKafka   *string    `json:"not_kafka"`
+	First      *whereJSON `json:"first"`
+	Last       *whereJSON `json:"last"`
+}
+
+type instanceJSON struct {
+	InstanceID      string     `json:"instance_id"`
+	ClientIDs       []string   `json:"client_ids"`
+	ClientAddresses []string   `json:"client_addresses"`
+	Brokers         []string   `json:"brokers"`
+	Connections     []int      `json:"connections"`
+	FirstSeen       *whereJSON `json:"first_seen"`
+	LastSeen        *whereJSON `json:"last_seen"`
+	TelemetryIDs    []string   `json:"telemetry_ids"`
+}
+
+type evidenceJSON struct {
+	File    string `json:"file"`
+	Frame   int64  `json:"frame"`
+	Verdict string `json:"verdict"` // "enforces" or "ignores"
+}
+
+type brokerJSON struct {
+	Broker         string         `json:"broker"`
+	KIP1313        string         `json:"kip1313"`
+	EvidenceFrames []int64        `json:"evidence_frames"`
+	EnforceFrames  []int64        `json:"enforce_frames"`
+	IgnoreFrames   []int64        `json:"ignore_frames"`
+	Evidence       []evidenceJSON `json:"evidence"`
+	Connections    int            `json:"connections"`
+	Telemetry      *bool          `json:"telemetry"`
+}
+
+type matrixRowJSON struct {
+	OldBroker int `json:"old_broker"`
+	NewBroker int `json:"new_broker"`
+	Unknown   int `json:"unknown"`
+}
+
+type matrixJSON struct {
+	OldClient matrixRowJSON `json:"old_client"`
+	NewClient matrixRowJSON `json:"new_client"`
+}
+
+func strPtr(s string) *string { return &s }
+
+// optText is null for "", else s.
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func timeText(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	return strPtr(t.UTC().Format(time.RFC3339Nano))
+}
+
+func whereOf(files []string, w decode.Where) *whereJSON {
+	if w.Frame == 0 {
+		return nil
+	}
+	return &whereJSON{File: fileName(files, w.File), Frame: w.Frame, Time: timeText(w.Time)}
+}
+
+func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON {
+	j := findingJSON{
+		Rule: f.Rule, Severity: f.Severity.String(), File: fileName(files, f.At.File), Frame: f.At.Frame,
+		Time: timeText(f.At.Time), RelatedFrames: []int64{}, Related: []frameRefJSON{},
+		Connection:   endpointsJSON{Client: f.Conn.Client.String(), Broker: f.Conn.Broker.String()},
+		ConnectionID: f.ConnID,
+		Expected:     optText(uuidText(f.Expected, form)), Seen: optText(uuidText(f.Seen, form)),
+		BrokerAnswer: optText(f.BrokerAnswer), Message: f.Message, AfterGap: f.AfterGap,
+		Also: append([]string{}, f.Also...), Count: f.Count,
+	}
+	if j.Count == 0 {
+		j.Count = 1
+	}
+	for _, r := range f.Related {
+		j.RelatedFrames = append(j.RelatedFrames, r.Frame)
+		j.Related = append(j.Related, frameRefJSON{File: fileName(files, r.File), Frame: r.Frame})
+	}
+	if f.HasAPI {
+		key, ver, corr := f.APIKey, f.APIVersion, f.CorrelationID
+		j.APIKey, j.APIVersion, j.CorrelationID = &key, &ver, &corr
+		j.APIName = strPtr(decode.APIName(key))
+	}
+	return j
+}
+
+func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) connectionJSON {
+	j := connectionJSON{
+		ID: c.ID, Client: c.Key.Client.String(), Broker: c.Key.Broker.String(),
+		Profile: optText(c.Profile.String()), MidStream: c.MidStream, Requests: c.Requests, Responses: c.Responses,
+		Gaps: c.Gaps, Unanswered: c.Unanswered, NewClient: c.NewClient, NotKafka: optText(c.NotKafka),
+		First: whereOf(files, c.First), Last: whereOf(files, c.Last),
+	}
+	if c.HasClient {
+		j.ClientID = strPtr(c.ClientID)
+	}
+	if c.HasInstanceID {
+		j.InstanceID = strPtr(form.format(c.InstanceID))
+	}
+	return j
+}
+
+func newInstanceJSON(files []string, in *rules.Instance, form UUIDForm) instanceJSON {
+	j := instanceJSON{
+		InstanceID: form.format(in.ID), ClientIDs: append([]string{}, in.ClientIDs...),
+		ClientAddresses: []string{}, Brokers: []string{}, Connections: append([]int{}, in.Connections...),
+		FirstSeen: whereOf(files, in.First), LastSeen: whereOf(files, in.Last), TelemetryIDs: []string{},
+	}
+	for _, a := range in.Addresses {
+		j.ClientAddresses = append(j.ClientAddresses, a.String())
+	}
+	for _, b := range in.Brokers {
+		j.Brokers = append(j.Brokers, b.String())
+	}
+	for _, t := range in.TelemetryIDs {
+		j.TelemetryIDs = append(j.TelemetryIDs, form.format(t))
+	}
+	return j
+}
+
+// brokerEvidence is a broker's evidence frames in capture order, each with
+// the verdict it supports.
+func brokerEvidence(b *rules.Broker) []evidenceFrame {
+	var ev []evidenceFrame
+	for _, f := range b.EnforceFrames {
+		ev = append(ev, evidenceFrame{f, rules.VerdictEnforces})
+	}
+	for _, f := range b.IgnoreFrames {
+		ev = append(ev, evidenceFrame{f, rules.VerdictIgnores})
+	}
+	sort.SliceStable(ev, func(i, j int) bool {
+		if ev[i].at.File != ev[j].at.File {
+			return ev[i].at.File < ev[j].at.File
+		}
+		return ev[i].at.Frame < ev[j].at.Frame
+	})
+	return ev
+}
+
+type evidenceFrame struct {
+	at      rules.Frame
+	verdict rules.Verdict
+}
+
+func newBrokerJSON(files []string, b *rules.Broker) brokerJSON {
+	j := brokerJSON{Broker: b.Endpoint.String(), KIP1313: b.Verdict.String(), EvidenceFrames: []int64{},
+		EnforceFrames: []int64{}, IgnoreFrames: []int64{}, Evidence: []evidenceJSON{}, Connections: b.Connections}
+	for _, f := range b.EnforceFrames {
+		j.EnforceFrames = append(j.EnforceFrames, f.Frame)
+	}
+	for _, f := range b.IgnoreFrames {
+		j.IgnoreFrames = append(j.IgnoreFrames, f.Frame)
+	}
+	for _, e := range brokerEvidence(b) {
+		j.EvidenceFrames = append(j.EvidenceFrames, e.at.Frame)
+		j.Evidence = append(j.Evidence, evidenceJSON{File: fileName(files, e.at.File), Frame: e.at.Frame, Verdict: e.verdict.String()})
+	}
+	if b.TelemetryKnown {
+		t := b.Telemetry
+		j.Telemetry = &t
+	}
+	return j
+}
+
+func newMatrixJSON(m *rules.Matrix) matrixJSON {
+	row := func(r [3]int) matrixRowJSON { return matrixRowJSON{OldBroker: r[0], NewBroker: r[1], Unknown: r[2]} }
+	return matrixJSON{OldClient: row(m.Cells[0]), NewClient: row(m.Cells[1])}
+}
+
+func countSeverities(fs []rules.Finding) severityCounts {
+	var c severityCounts
+	for i := range fs {
+		switch fs[i].Severity {
+		case rules.Error:
+			c.Error++
+		case rules.Warning:
+			c.Warning++
+		default:
+			c.Info++
+		}
+	}
+	return c
+}
+
+func newSummaryJSON(a *Analysis) summaryJSON {
+	s := &a.Summary
+	first, last := s.First, s.Last
+	if first.IsZero() {
+		first, last = a.Result.Start, a.Result.End
+	}
+	j := summaryJSON{
+		Files: append([]string{}, a.Files...), Packets: s.Capture.Packets, Bytes: s.Capture.Bytes,
+		Connections: s.Connections, Requests: s.Requests, Responses: s.Responses,
+		FindingsBySeverity: countSeverities(a.Result.Findings),
+		First:              timeText(first), Last: timeText(last),
+		Gaps: s.Gaps, Resyncs: s.Resyncs, Malformed: s.Malformed, MalformedPackets: s.Capture.Malformed,
+		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, Unmatched: s.Unmatched,
+		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
+		Problems: []string{}, Interrupted: s.Interrupted,
+	}
+	for _, p := range s.Problems {
+		j.Problems = append(j.Problems, p.Error())
+	}
+	return j
+}
+
+func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
+	res := &a.Result
+	doc := &analysisJSON{
+		SchemaVersion: AnalysisSchemaVersion, Summary: newSummaryJSON(a),
+		Findings: []findingJSON{}, Connections: []connectionJSON{}, Instances: []instanceJSON{}, Brokers: []brokerJSON{},
+		Matrix: newMatrixJSON(&res.Matrix),
+	}
+	for i := range res.Findings {
+		doc.Findings = append(doc.Findings, newFindingJSON(a.Files, &res.Findings[i], form))
+	}
+	for i := range res.Connections {
+		doc.Connections = append(doc.Connections, newConnectionJSON(a.Files, &res.Connections[i], form))
+	}
+	for i := range res.Instances {
+		doc.Instances = append(doc.Instances, newInstanceJSON(a.Files, &res.Instances[i], form))
+	}
+	for i := range res.Brokers {
+		doc.Brokers = append(doc.Brokers, newBrokerJSON(a.Files, &res.Brokers[i]))
+	}
+	return doc
+}
+
 func writeAnalysisJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
-	type finding struct {
-		Rule, Severity string
-		Frame          int64
-		Client, Broker string
-		API            string
-		Message        string
-		Answer         string
-	}
-	var out []finding
-	for _, f := range a.Result.Findings {
-		out = append(out, finding{f.Rule, f.Severity.String(), f.At.Frame, f.Conn.Client.String(), f.Conn.Broker.String(), "", f.Message, f.BrokerAnswer})
-	}
-	enc := json.NewEncoder(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	_ = rules.Info
-	return enc.Encode(out)
+	if err := enc.Encode(newAnalysisJSON(a, opt.UUID)); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// NDJSON lines: "kind" first, then the fields of the JSON document's
+// object of that kind.
+
+type ndjsonFinding struct {
+	Kind string `json:"kind"`
+	*findingJSON
+}
+
+type ndjsonConnection struct {
+	Kind string `json:"kind"`
+	*connectionJSON
+}
+
+type ndjsonInstance struct {
+	Kind string `json:"kind"`
+	*instanceJSON
+}
+
+type ndjsonBroker struct {
+	Kind string `json:"kind"`
+	*brokerJSON
+}
+
+type ndjsonSummary struct {
+	Kind          string `json:"kind"`
+	SchemaVersion int    `json:"schema_version"`
+	*summaryJSON
+	Matrix matrixJSON `json:"matrix"`
+}
+
+func writeAnalysisNDJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	doc := newAnalysisJSON(a, opt.UUID)
+	for i := range doc.Findings {
+		if err := enc.Encode(ndjsonFinding{"finding", &doc.Findings[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range doc.Connections {
+		if err := enc.Encode(ndjsonConnection{"connection", &doc.Connections[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range doc.Instances {
+		if err := enc.Encode(ndjsonInstance{"instance", &doc.Instances[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range doc.Brokers {
+		if err := enc.Encode(ndjsonBroker{"broker", &doc.Brokers[i]}); err != nil {
+			return err
+		}
+	}
+	if err := enc.Encode(ndjsonSummary{"summary", AnalysisSchemaVersion, &doc.Summary, doc.Matrix}); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// WriteFindingLine writes one finding as an ndjson line of kind "finding",
+// with the fields of analyze's JSON findings, in one Write: what `live`
+// streams as findings are made. files are the input names the finding's
+// file index refers to.
+func WriteFindingLine(w io.Writer, files []string, f *rules.Finding, form UUIDForm) error {
+	j := newFindingJSON(files, f, form)
+	b, err := marshalLine(ndjsonFinding{"finding", &j})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// marshalLine is json.Marshal without HTML escaping, newline-terminated.
+func marshalLine(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

@@ -279,7 +279,7 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	}
 	if n := ci.Counters.Unanswered; n > 0 {
 		e.emit(cs, Finding{Rule: StreamUnanswered, At: cs.last, Count: n,
-			Message: fmt.Sprintf("%d requests have no response in the capture", n)})
+			Message: plural(n, "request has", "requests have") + " no response in the capture"})
 	}
 	conn := Connection{ID: cs.info.ID, Key: cs.info.Key, ClientID: cs.clientID, HasClient: cs.clientID != "",
 		InstanceID: cs.firstID, HasInstanceID: cs.hasFirstID, Profile: cs.profile, MidStream: cs.info.MidStream,
@@ -462,4 +462,12 @@ func (e *Engine) Result() Result {
 	res.Brokers = e.brokerList()
 	res.Matrix = e.matrix(res.Connections, res.Brokers)
 	return res
+}
+
+// plural writes a count with the singular or plural words.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -22,7 +22,7 @@ fi
 
 if [[ ${STATICCHECK:-1} != 0 ]]; then
 	echo "== staticcheck"
-	go run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 fi
 
 echo "== go test"

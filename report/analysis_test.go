@@ -1,0 +1,486 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+
+	"github.com/kidscope/kidscope/rules"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files of report/testdata")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./report -update rewrites it after review)\n--- got:\n%s\n--- want:\n%s", name, got, want)
+	}
+}
+
+func render(t *testing.T, a *Analysis, opt AnalysisOptions) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteAnalysis(&buf, a, opt); err != nil {
+		t.Fatalf("WriteAnalysis %s: %v", opt.Format, err)
+	}
+	return buf.Bytes()
+}
+
+func TestAnalysisGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		a    func() *Analysis
+		opt  AnalysisOptions
+	}{
+		{"incident.table", incidentAnalysis, AnalysisOptions{Format: "table"}},
+		{"incident.verbose.table", incidentAnalysis, AnalysisOptions{Format: "table", Verbose: true}},
+		{"incident.md", incidentAnalysis, AnalysisOptions{Format: "markdown", Verbose: true}},
+		{"incident.json", incidentAnalysis, AnalysisOptions{Format: "json"}},
+		{"incident.ndjson", incidentAnalysis, AnalysisOptions{Format: "ndjson"}},
+		{"incident.csv", incidentAnalysis, AnalysisOptions{Format: "csv"}},
+		{"quiet-rfc4122.table", quietAnalysis, AnalysisOptions{Format: "table", UUID: UUIDRFC4122}},
+		{"quiet-rfc4122.md", quietAnalysis, AnalysisOptions{Format: "markdown", UUID: UUIDRFC4122}},
+		{"quiet-rfc4122.json", quietAnalysis, AnalysisOptions{Format: "json", UUID: UUIDRFC4122}},
+		{"quiet-rfc4122.ndjson", quietAnalysis, AnalysisOptions{Format: "ndjson", UUID: UUIDRFC4122}},
+		{"quiet-rfc4122.csv", quietAnalysis, AnalysisOptions{Format: "csv", UUID: UUIDRFC4122}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			golden(t, "analysis_"+c.name+".golden", render(t, c.a(), c.opt))
+		})
+	}
+}
+
+func TestAnalysisFormats(t *testing.T) {
+	for _, f := range []string{"table", "json", "ndjson", "csv", "markdown"} {
+		if !ValidAnalyzeFormat(f) {
+			t.Errorf("ValidAnalyzeFormat(%q) = false", f)
+		}
+	}
+	if ValidAnalyzeFormat("yaml") {
+		t.Error("ValidAnalyzeFormat(yaml) = true")
+	}
+	var buf bytes.Buffer
+	if err := WriteAnalysis(&buf, incidentAnalysis(), AnalysisOptions{Format: "yaml"}); err == nil {
+		t.Error("WriteAnalysis yaml: no error")
+	}
+	// Nothing at all: every format still writes its frame.
+	for _, f := range []string{"table", "json", "ndjson", "csv", "markdown"} {
+		for _, v := range []bool{false, true} {
+			if out := render(t, &Analysis{}, AnalysisOptions{Format: f, Verbose: v, Color: v}); len(out) == 0 {
+				t.Errorf("%s of an empty analysis is empty", f)
+			}
+		}
+	}
+}
+
+// lookup follows a key path ("findings.connection.client") through maps and
+// the first element of arrays.
+func lookup(v any, path string) (any, bool) {
+	for _, k := range strings.Split(path, ".") {
+		if arr, ok := v.([]any); ok {
+			if len(arr) == 0 {
+				return nil, false
+			}
+			v = arr[0]
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// cliJSONNames are the names CLI.md's Output section says the JSON
+// document holds; none may be renamed.
+var cliJSONNames = []string{
+	"schema_version",
+	"summary", "summary.files", "summary.packets", "summary.bytes", "summary.connections",
+	"summary.requests", "summary.responses", "summary.findings_by_severity", "summary.findings_by_severity.error",
+	"findings", "findings.rule", "findings.severity", "findings.file", "findings.frame", "findings.related_frames",
+	"findings.connection", "findings.connection.client", "findings.connection.broker",
+	"findings.api_key", "findings.api_name", "findings.api_version", "findings.correlation_id",
+	"findings.expected", "findings.seen", "findings.broker_answer", "findings.message",
+	"connections", "connections.client", "connections.broker", "connections.client_id", "connections.instance_id",
+	"connections.profile", "connections.mid_stream", "connections.requests", "connections.responses", "connections.gaps",
+	"instances",
+	"brokers", "brokers.broker", "brokers.kip1313", "brokers.evidence_frames",
+}
+
+func TestAnalysisJSONNames(t *testing.T) {
+	for _, a := range []*Analysis{incidentAnalysis(), quietAnalysis(), {}} {
+		var doc map[string]any
+		if err := json.Unmarshal(render(t, a, AnalysisOptions{Format: "json"}), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range cliJSONNames {
+			if strings.Contains(p, ".") && len(a.Result.Findings) == 0 && len(a.Result.Brokers) == 0 {
+				continue // an empty result has no elements to look into
+			}
+			if _, ok := lookup(doc, p); !ok {
+				t.Errorf("JSON has no %s", p)
+			}
+		}
+		if doc["schema_version"] != float64(1) {
+			t.Errorf("schema_version = %v", doc["schema_version"])
+		}
+		for _, k := range []string{"findings", "connections", "instances", "brokers"} {
+			if _, ok := doc[k].([]any); !ok {
+				t.Errorf("%s is %T, want an array (never null)", k, doc[k])
+			}
+		}
+	}
+
+	// Values: null where CLI.md says so, each finding listed, IPv6 in brackets.
+	a := incidentAnalysis()
+	var doc struct {
+		Summary struct {
+			Files              []string       `json:"files"`
+			FindingsBySeverity map[string]int `json:"findings_by_severity"`
+		} `json:"summary"`
+		Findings    []map[string]any `json:"findings"`
+		Connections []map[string]any `json:"connections"`
+		Brokers     []map[string]any `json:"brokers"`
+	}
+	if err := json.Unmarshal(render(t, a, AnalysisOptions{Format: "json"}), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Findings) != len(a.Result.Findings) {
+		t.Errorf("%d findings in JSON, want each of %d", len(doc.Findings), len(a.Result.Findings))
+	}
+	if got := doc.Summary.FindingsBySeverity; got["error"] != 5 || got["warning"] != 4 || got["info"] != 10 {
+		t.Errorf("findings_by_severity = %v", got)
+	}
+	answers := map[any]bool{}
+	for _, f := range doc.Findings {
+		answers[f["broker_answer"]] = true
+		if f["rule"] == rules.StreamGap && f["broker_answer"] != nil {
+			t.Errorf("stream-gap broker_answer = %v, want null", f["broker_answer"])
+		}
+		if f["rule"] == rules.StreamGap && f["api_key"] != nil {
+			t.Errorf("stream-gap api_key = %v, want null", f["api_key"])
+		}
+		if f["file"] != a.Files[0] && f["file"] != a.Files[1] {
+			t.Errorf("file = %v", f["file"])
+		}
+	}
+	for _, want := range []any{"INVALID_REQUEST", "NONE", nil, rules.NoResponse, rules.ClosedByBroker} {
+		if !answers[want] {
+			t.Errorf("no finding with broker_answer %v", want)
+		}
+	}
+	v6 := doc.Connections[2]
+	if v6["client"] != "[2001:db8:10::7]:40112" || v6["broker"] != "[2001:db8::11]:9092" {
+		t.Errorf("IPv6 connection = %v → %v", v6["client"], v6["broker"])
+	}
+	old := doc.Connections[3]
+	if old["instance_id"] != nil || old["profile"] != nil {
+		t.Errorf("old client: instance_id %v, profile %v, want null", old["instance_id"], old["profile"])
+	}
+	if doc.Connections[0]["instance_id"] != instA.String() || doc.Connections[0]["profile"] != "seed" {
+		t.Errorf("connection 1: instance_id %v, profile %v", doc.Connections[0]["instance_id"], doc.Connections[0]["profile"])
+	}
+	if doc.Connections[4]["client_id"] != nil {
+		t.Errorf("client_id of a connection without one = %v, want null", doc.Connections[4]["client_id"])
+	}
+	verdicts := map[any]bool{}
+	for _, b := range doc.Brokers {
+		verdicts[b["kip1313"]] = true
+	}
+	for _, v := range []string{"enforces", "ignores", "mixed", "unknown"} {
+		if !verdicts[v] {
+			t.Errorf("no broker with kip1313 %q", v)
+		}
+	}
+
+	// rfc4122: structured UUIDs and the ones inside expected/seen.
+	var q struct {
+		Findings    []map[string]any `json:"findings"`
+		Connections []map[string]any `json:"connections"`
+	}
+	if err := json.Unmarshal(render(t, incidentAnalysis(), AnalysisOptions{Format: "json", UUID: UUIDRFC4122}), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Connections[0]["instance_id"] != instA.RFC4122() {
+		t.Errorf("rfc4122 instance_id = %v", q.Connections[0]["instance_id"])
+	}
+	if q.Findings[1]["expected"] != instA.RFC4122() || q.Findings[1]["seen"] != otherX.RFC4122() {
+		t.Errorf("rfc4122 expected/seen = %v / %v", q.Findings[1]["expected"], q.Findings[1]["seen"])
+	}
+}
+
+func TestAnalysisTableWidthAndColour(t *testing.T) {
+	short := []func() *Analysis{
+		func() *Analysis { return shortValues(incidentAnalysis()) },
+		func() *Analysis { return shortValues(quietAnalysis()) },
+		quietAnalysis,
+	}
+	for _, mk := range short {
+		for _, verbose := range []bool{false, true} {
+			out := render(t, mk(), AnalysisOptions{Format: "table", Verbose: verbose})
+			for i, l := range strings.Split(string(out), "\n") {
+				if w := twwidth.Width(l); w > termWidth {
+					t.Errorf("line %d is %d columns wide:\n%s", i+1, w, l)
+				}
+			}
+			if bytes.ContainsRune(out, 0x1b) {
+				t.Error("ANSI escape without Color")
+			}
+		}
+	}
+	for _, f := range []string{"markdown", "json", "ndjson", "csv"} {
+		if out := render(t, incidentAnalysis(), AnalysisOptions{Format: f, Color: true, Verbose: true}); bytes.ContainsRune(out, 0x1b) {
+			t.Errorf("ANSI escape in %s", f)
+		}
+	}
+	col := render(t, incidentAnalysis(), AnalysisOptions{Format: "table", Color: true})
+	if !bytes.Contains(col, []byte(ansiError+"Errors"+ansiReset)) || !bytes.Contains(col, []byte(ansiWarning+"Warnings"+ansiReset)) {
+		t.Errorf("no coloured severity words with Color:\n%s", col)
+	}
+	// Colour changes nothing but the escapes.
+	plainOut := render(t, incidentAnalysis(), AnalysisOptions{Format: "table"})
+	if stripped := stripANSI(string(col)); stripped != string(plainOut) {
+		t.Errorf("coloured table differs from the plain one beyond escapes:\n%s", stripped)
+	}
+}
+
+func stripANSI(s string) string {
+	for _, c := range []string{ansiReset, ansiError, ansiWarning, ansiInfo} {
+		s = strings.ReplaceAll(s, c, "")
+	}
+	return s
+}
+
+func TestAnalysisTableContent(t *testing.T) {
+	out := string(render(t, incidentAnalysis(), AnalysisOptions{Format: "table"}))
+	// CLI.md's order of sections.
+	last := -1
+	for _, h := range []string{"SUMMARY", "FINDINGS", "CONNECTIONS (6)", "CLIENT INSTANCES (2)", "BROKERS (4)", "OLD/NEW CLIENT × OLD/NEW BROKER"} {
+		i := strings.Index(out, "\n"+h)
+		if h == "SUMMARY" {
+			i = strings.Index(out, h)
+		}
+		if i < 0 || i < last {
+			t.Errorf("section %q missing or out of order", h)
+		}
+		last = i
+	}
+	if strings.Count(out, "header-id-changed") != 1 {
+		t.Errorf("header-id-changed is in %d rows, want one grouped row", strings.Count(out, "header-id-changed"))
+	}
+	if !strings.Contains(out, "×3") {
+		t.Error("no ×3 count for the grouped row")
+	}
+	if !strings.Contains(out, "10 info findings (7 rows) hidden; -v shows them.") {
+		t.Error("no note of the hidden info findings")
+	}
+	if strings.Contains(out, instA.String()) && strings.Contains(out, "│ "+instA.String()) {
+		t.Error("a full UUID in a table column; tables shorten them")
+	}
+	if !strings.Contains(out, shortUUID(instA.String())) {
+		t.Error("no shortened instance ID")
+	}
+	verbose := string(render(t, incidentAnalysis(), AnalysisOptions{Format: "table", Verbose: true}))
+	if !strings.Contains(verbose, "header-id-repeated") || !strings.Contains(verbose, "×4") {
+		t.Error("-v does not show the info findings grouped")
+	}
+}
+
+func TestAnalysisNDJSON(t *testing.T) {
+	a := incidentAnalysis()
+	out := render(t, a, AnalysisOptions{Format: "ndjson"})
+	kinds := map[string]int{}
+	var lastKind string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		k, _ := m["kind"].(string)
+		switch k {
+		case "finding":
+			if _, ok := lookup(m, "connection.client"); !ok {
+				t.Errorf("finding line without connection.client: %s", sc.Text())
+			}
+		case "summary":
+			if _, ok := m["findings_by_severity"]; !ok {
+				t.Errorf("summary line without findings_by_severity: %s", sc.Text())
+			}
+		case "connection", "instance", "broker":
+		default:
+			t.Errorf("line of kind %q: %s", k, sc.Text())
+		}
+		kinds[k]++
+		lastKind = k
+	}
+	want := map[string]int{"finding": len(a.Result.Findings), "connection": len(a.Result.Connections),
+		"instance": len(a.Result.Instances), "broker": len(a.Result.Brokers), "summary": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d lines of kind %s, want %d", kinds[k], k, n)
+		}
+	}
+	if lastKind != "summary" {
+		t.Errorf("last line is a %s, want the summary", lastKind)
+	}
+}
+
+func TestWriteFindingLine(t *testing.T) {
+	a := incidentAnalysis()
+	for i := range a.Result.Findings {
+		f := &a.Result.Findings[i]
+		var buf bytes.Buffer
+		if err := WriteFindingLine(&buf, a.Files, f, UUIDKafka); err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(buf.Bytes(), []byte("\n")); n != 1 || !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
+			t.Fatalf("not one line: %q", buf.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["kind"] != "finding" || m["rule"] != f.Rule || m["frame"] != float64(f.At.Frame) {
+			t.Errorf("line %s", buf.String())
+		}
+		txt := FormatFindingText(a.Files, f, false)
+		if strings.ContainsAny(txt, "\n\x1b") || !strings.Contains(txt, f.Rule) || !strings.Contains(txt, f.Conn.Client.String()) {
+			t.Errorf("text line %q", txt)
+		}
+		if col := FormatFindingText(a.Files, f, true); !strings.HasPrefix(col, severityColor(f.Severity)) {
+			t.Errorf("coloured text line %q", col)
+		}
+	}
+	got := FormatFindingText(a.Files, &a.Result.Findings[1], false)
+	want := "error header-id-changed captures/broker-a.pcapng:117 (related 5, 118) 10.1.4.20:51234 → 10.1.0.11:9092: " +
+		"Metadata v12 (correlation 41): a later request carries a non-zero instance ID different from the connection's established one; " +
+		"expected " + instA.String() + ", seen " + otherX.String() + "; broker answer: INVALID_REQUEST"
+	if got != want {
+		t.Errorf("FormatFindingText:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestAnalysisCSV(t *testing.T) {
+	a := incidentAnalysis()
+	recs, err := csv.NewReader(bytes.NewReader(render(t, a, AnalysisOptions{Format: "csv"}))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != len(a.Result.Findings)+1 {
+		t.Fatalf("%d records, want a header and %d findings", len(recs), len(a.Result.Findings))
+	}
+	// The header is the JSON finding's names, connection split in two.
+	var doc struct {
+		Findings []map[string]json.RawMessage `json:"findings"`
+	}
+	if err := json.Unmarshal(render(t, a, AnalysisOptions{Format: "json"}), &doc); err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]bool{}
+	for _, c := range recs[0] {
+		cols[c] = true
+	}
+	for k := range doc.Findings[0] {
+		if k == "connection" {
+			if !cols["client"] || !cols["broker"] {
+				t.Error("csv has no client and broker columns")
+			}
+			continue
+		}
+		if !cols[k] {
+			t.Errorf("csv has no %s column", k)
+		}
+	}
+	if len(cols) != len(doc.Findings[0])+1 {
+		t.Errorf("csv columns %v are not the JSON finding's names", recs[0])
+	}
+	if r := recs[2]; r[5] != "5 118" {
+		t.Errorf("related_frames = %q, want space-joined", r[5])
+	}
+	empty := render(t, &Analysis{}, AnalysisOptions{Format: "csv"})
+	if string(empty) != strings.Join(findingColumns, ",")+"\n" {
+		t.Errorf("csv of nothing = %q", empty)
+	}
+}
+
+func TestUUIDText(t *testing.T) {
+	k, r := instA.String(), instA.RFC4122()
+	cases := []struct{ in, want string }{
+		{k, r},
+		{"body ID " + k + " (the header's)", "body ID " + r + " (the header's)"},
+		{"(" + k + ")", "(" + r + ")"},
+		{k + " also from 10.2.0.5", r + " also from 10.2.0.5"},
+		{`member ID "` + k + `"`, `member ID "` + k + `"`}, // quoted: a member or client ID
+		{"ConsumerGroupHeartbeat", "ConsumerGroupHeartbeat"},
+		{"ZERO", "ZERO"},
+	}
+	for _, c := range cases {
+		if got := uuidText(c.in, UUIDRFC4122); got != c.want {
+			t.Errorf("uuidText(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := uuidText(c.in, UUIDKafka); got != c.in {
+			t.Errorf("uuidText(%q, kafka) = %q", c.in, got)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("expected a non-reserved ID in the first header-v3 request", 20)
+	want := []string{"expected a", "non-reserved ID in", "the first header-v3", "request"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrap = %q", got)
+	}
+	if got := wrap("abcdefghij", 4); strings.Join(got, "|") != "abcd|efgh|ij" {
+		t.Errorf("wrap of a long word = %q", got)
+	}
+}
+
+func TestMarkdownEscape(t *testing.T) {
+	if got := mdEscape("a|b_c*d<e>[f]"); got != `a\|b\_c\*d\<e\>\[f\]` {
+		t.Errorf("mdEscape = %q", got)
+	}
+	out := string(render(t, incidentAnalysis(), AnalysisOptions{Format: "markdown", Verbose: true}))
+	for _, h := range []string{"# kidscope analyze", "## Summary", "## Findings", "### Errors", "### Warnings", "### Info",
+		"## Connections (6)", "## Client instances (2)", "## Brokers (4)", "## Old/new client × old/new broker"} {
+		if !strings.Contains(out, "\n"+h) && !strings.HasPrefix(out, h) {
+			t.Errorf("markdown has no heading %q", h)
+		}
+	}
+	// Every table row has as many cells as its header.
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "|") && !strings.HasSuffix(l, "|") {
+			t.Errorf("broken table row %q", l)
+		}
+	}
+	if !strings.Contains(out, mdEscape(instA.String())) {
+		t.Error("markdown shortens UUIDs; it should show them whole")
+	}
+}

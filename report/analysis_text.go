@@ -1,0 +1,189 @@
+package report
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/rules"
+)
+
+// ANSI colours of the severity words. They are written only when the
+// caller asks for colour (a terminal, NO_COLOR unset).
+const (
+	ansiReset   = "\x1b[0m"
+	ansiError   = "\x1b[1;31m"
+	ansiWarning = "\x1b[1;33m"
+	ansiInfo    = "\x1b[36m"
+)
+
+func severityColor(s rules.Severity) string {
+	switch s {
+	case rules.Error:
+		return ansiError
+	case rules.Warning:
+		return ansiWarning
+	}
+	return ansiInfo
+}
+
+// paint wraps s in the colour of severity s when on.
+func paint(text string, s rules.Severity, on bool) string {
+	if !on || text == "" {
+		return text
+	}
+	return severityColor(s) + text + ansiReset
+}
+
+// uuidText rewrites the Kafka-form UUIDs inside a rule's expected or seen
+// text in form: the engine writes them as Kafka prints them.
+func uuidText(s string, form UUIDForm) string {
+	if form != UUIDRFC4122 {
+		return s
+	}
+	return mapUUIDs(s, func(u decode.UUID) string { return u.RFC4122() })
+}
+
+// mapUUIDs replaces each Kafka-form UUID inside s by f of it. A UUID there
+// is a whole word of 22 URL-safe base64 characters that decodes strictly to
+// 16 bytes, not inside quotes (quoted values are client or member IDs).
+func mapUUIDs(s string, f func(decode.UUID) string) string {
+	if len(s) < 22 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !isB64URL(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && isB64URL(s[j]) {
+			j++
+		}
+		if j-i == 22 && (i == 0 || strings.IndexByte(" (", s[i-1]) >= 0) &&
+			(j == len(s) || strings.IndexByte(" ),;", s[j]) >= 0) {
+			var u decode.UUID
+			if n, err := base64.RawURLEncoding.Strict().Decode(u[:], []byte(s[i:j])); err == nil && n == 16 {
+				b.WriteString(s[last:i])
+				b.WriteString(f(u))
+				last = j
+			}
+		}
+		i = j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func isB64URL(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+// shorten cuts s to at most n characters, the last being "…".
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// shortUUID is a UUID's text shortened for tables: its first 8 characters
+// and "…".
+func shortUUID(s string) string {
+	if utf8.RuneCountInString(s) <= 9 {
+		return s
+	}
+	return string([]rune(s)[:8]) + "…"
+}
+
+// wrap breaks s into lines of at most width characters at spaces; a word
+// longer than width is cut.
+func wrap(s string, width int) []string {
+	if width < 1 {
+		width = 1
+	}
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		w := []rune(word)
+		if len(cur) > 0 && len(cur)+1+len(w) <= width {
+			cur = append(append(cur, ' '), w...)
+			continue
+		}
+		if len(cur) > 0 {
+			lines = append(lines, string(cur))
+			cur = nil
+		}
+		for len(w) > width {
+			lines = append(lines, string(w[:width]))
+			w = w[width:]
+		}
+		cur = w
+	}
+	if len(cur) > 0 || len(lines) == 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
+}
+
+// answerText is what a finding says of the broker's answer, for people.
+func answerText(f *rules.Finding) string {
+	if f.BrokerAnswer == "" {
+		return "no top-level error code"
+	}
+	return f.BrokerAnswer
+}
+
+// apiText names a finding's request: "Metadata v12, correlation 4".
+func apiText(f *rules.Finding) string {
+	return fmt.Sprintf("%s v%d, correlation %d", decode.APIName(f.APIKey), f.APIVersion, f.CorrelationID)
+}
+
+// FormatFindingText is one finding as one line for a terminal, what `live`
+// prints as findings are made: severity, rule, file:frame (related frames),
+// connection, the finding's message, expected and seen, and the broker's
+// answer. The severity word is coloured when color is true.
+func FormatFindingText(files []string, f *rules.Finding, color bool) string {
+	var b strings.Builder
+	b.WriteString(paint(f.Severity.String(), f.Severity, color))
+	b.WriteByte(' ')
+	b.WriteString(f.Rule)
+	fmt.Fprintf(&b, " %s:%d", fileName(files, f.At.File), f.At.Frame)
+	if len(f.Related) > 0 {
+		b.WriteString(" (related")
+		for i, r := range f.Related {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if r.File != f.At.File {
+				fmt.Fprintf(&b, " %s:%d", fileName(files, r.File), r.Frame)
+			} else {
+				fmt.Fprintf(&b, " %d", r.Frame)
+			}
+		}
+		b.WriteByte(')')
+	}
+	fmt.Fprintf(&b, " %s → %s: %s", f.Conn.Client, f.Conn.Broker, f.Message)
+	if f.Expected != "" || f.Seen != "" {
+		fmt.Fprintf(&b, "; expected %s, seen %s", orDash(f.Expected), orDash(f.Seen))
+	}
+	if f.HasAPI {
+		fmt.Fprintf(&b, "; broker answer: %s", answerText(f))
+	}
+	return strings.ReplaceAll(b.String(), "\n", " ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
