@@ -1,6 +1,7 @@
 package reassembly
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"time"
 
@@ -145,6 +146,24 @@ type Assembler struct {
 	now       time.Time
 	slab      []frameCtx
 	spans     []Span
+
+	// Segments made up here and fed to gopacket's assembler (see inject).
+	injecting bool
+	synth     layers.TCP
+	synthHdr  [20]byte
+	// flushFirst is set by Accept when it refused a segment because the
+	// other direction of its connection must first give up bytes the
+	// capture lost (see stream.mustFlush); Add then flushes it and feeds
+	// the segment again. noRefuse is set for that second feeding when the
+	// flush made no progress, so that a segment is never refused twice in
+	// vain. flushAfter is set when the segment's own direction is to be
+	// flushed once it is assembled.
+	flushFirst, flushAfter *stream
+	flushDir               Direction
+	noRefuse               bool
+	// resets are the connections a delivered RST ended in one direction:
+	// Add ends the other direction too (see closeAfterReset).
+	resets []*stream
 }
 
 // New returns an assembler that hands streams to h.
@@ -169,7 +188,39 @@ func (a *Assembler) Add(p *capture.Packet) {
 	a.stats.Segments++
 	a.now = p.Time
 	ctx := a.newCtx(p)
-	a.asm.AssembleWithContext(p.Network, tcp, ctx)
+	a.noRefuse = false
+	for try := 0; ; try++ {
+		a.flushFirst, a.flushAfter = nil, nil
+		a.asm.AssembleWithContext(p.Network, tcp, ctx)
+		if s, d := a.flushAfter, a.flushDir; s != nil {
+			// The segment came out of order after its hole was
+			// acknowledged: give up the holes acknowledged (see mustFlush).
+			for try := 0; try < 16 && after(s.acked[d], s.nxt[d]) && after(s.end[d], s.nxt[d]); try++ {
+				before := s.nxt[d]
+				if a.flush(s, d, ctx); s.nxt[d] == before {
+					break
+				}
+			}
+		}
+		s := a.flushFirst
+		if s == nil {
+			break
+		}
+		// Accept refused the segment: it acknowledges bytes missing before
+		// the data held in the other direction, received by the peer but
+		// not captured. Waiting for them until FlushAfter would hand that
+		// data over after this segment's, out of capture order (responses
+		// before their requests). Give them up now, then feed the segment
+		// again.
+		before := s.nxt[a.flushDir]
+		a.flush(s, a.flushDir, ctx)
+		a.noRefuse = s.nxt[a.flushDir] == before || try >= 16
+	}
+	for len(a.resets) > 0 {
+		s := a.resets[0]
+		a.resets = a.resets[1:]
+		a.closeAfterReset(s, ctx)
+	}
 	if a.lastFlush.IsZero() {
 		a.lastFlush = p.Time
 	}
@@ -188,6 +239,71 @@ func (a *Assembler) Finish() {
 	a.flushing = true
 	a.asm.FlushAll()
 	a.flushing = false
+}
+
+// inject feeds gopacket's assembler a segment without payload made up for
+// direction d of s: with rst, one that ends that direction; else an empty
+// segment past the data held out of order. Accept lets it through unchecked.
+func (a *Assembler) inject(s *stream, d Direction, seq uint32, rst bool, ctx *frameCtx) {
+	h := a.synthHdr[:]
+	clear(h)
+	src, dst := s.conn.Client, s.conn.Broker
+	if d == ToClient {
+		src, dst = dst, src
+	}
+	binary.BigEndian.PutUint16(h[0:], src.Port())
+	binary.BigEndian.PutUint16(h[2:], dst.Port())
+	binary.BigEndian.PutUint32(h[4:], seq)
+	h[12] = 5 << 4
+	if rst {
+		h[13] = 0x04
+	}
+	if err := a.synth.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {
+		return
+	}
+	netFlow := s.netFlow
+	if d != s.firstDir {
+		netFlow = netFlow.Reverse()
+	}
+	a.injecting = true
+	a.asm.AssembleWithContext(netFlow, &a.synth, ctx)
+	a.injecting = false
+}
+
+// flush hands over the data direction d of s holds out of order, skipping
+// the bytes missing before it, the way a flush by age does. gopacket's
+// assembler flushes one connection only when it holds more pages than
+// MaxBufferedPagesPerConnection on the arrival of a segment it must queue;
+// so lower that cap to one for an empty segment queued past the data.
+func (a *Assembler) flush(s *stream, d Direction, ctx *frameCtx) {
+	limit := a.asm.MaxBufferedPagesPerConnection
+	a.asm.MaxBufferedPagesPerConnection = 1
+	a.flushing = true
+	a.inject(s, d, s.end[d], false, ctx)
+	a.flushing = false
+	a.asm.MaxBufferedPagesPerConnection = limit
+}
+
+// closeAfterReset ends the direction of s that a delivered RST did not end.
+// An RST aborts the whole connection, but gopacket's assembler ends only
+// the direction that carried it: the connection would stay open until it
+// is idle, and a new connection on the same 4-tuple would land in it and
+// lose its data. An RST made up at the other direction's next sequence
+// number ends that one too, after the data it holds out of order is handed
+// over (gopacket's assembler would drop it).
+func (a *Assembler) closeAfterReset(s *stream, ctx *frameCtx) {
+	for d := range Direction(2) {
+		if s.ended[d] {
+			continue
+		}
+		for try := 0; try < 16 && s.known[d] && after(s.end[d], s.nxt[d]); try++ {
+			before := s.nxt[d]
+			if a.flush(s, d, ctx); s.nxt[d] == before {
+				break
+			}
+		}
+		a.inject(s, d, s.nxt[d], true, ctx)
+	}
 }
 
 // frameCtx is the assembler context of one packet. The assembler keeps it
@@ -223,8 +339,17 @@ func spanOf(ci gopacket.CaptureInfo, end int) Span {
 // in the chunk is, hence the running maximum.
 func (a *Assembler) spansOf(sg gpr.ScatterGather, n int, ac gpr.AssemblerContext) []Span {
 	a.spans = a.spans[:0]
-	if !a.flushing || sg.Stats().Chunks <= 1 {
+	if !a.flushing {
 		return append(a.spans, spanOf(ac.GetCaptureInfo(), n))
+	}
+	if sg.Stats().Chunks <= 1 {
+		// A flush hands over pages of earlier packets: their own frame,
+		// not ac's (which is a made-up segment's when flush did it).
+		ci := sg.CaptureInfo(0)
+		if ci.Timestamp.IsZero() {
+			ci = ac.GetCaptureInfo()
+		}
+		return append(a.spans, spanOf(ci, n))
 	}
 	var best Span
 	for off := 0; off < n; {
@@ -271,8 +396,16 @@ type factory struct{ a *Assembler }
 
 func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.AssemblerContext) gpr.Stream {
 	a := f.a
+	if !tcp.SYN && len(tcp.Payload) == 0 {
+		// A bare ACK, FIN or RST starts no connection: after a connection
+		// closed (and left the pool), its last ACK would otherwise open a
+		// new one that catches a new connection reusing the 4-tuple, whose
+		// SYN it then drops as a SYN on an established connection. A
+		// connection seen mid-stream opens with its first data instead.
+		return nil
+	}
 	src, dst := endpoints(netFlow, tcp)
-	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true})}
+	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}), netFlow: netFlow}
 	if a.live >= a.opt.MaxConnections {
 		a.stats.ConnectionsDropped++
 		s.dropped = true
@@ -304,7 +437,44 @@ type stream struct {
 	conn     Conn
 	firstDir Direction
 	dropped  bool
-	last     Span // the last packet accepted
+	last     Span          // the last packet accepted
+	netFlow  gopacket.Flow // of the first packet, in firstDir
+
+	// Per direction: nxt is the next sequence number gopacket's assembler
+	// expects (kept up to date from Accept and the data handed over), end
+	// the end of the furthest data seen, acked the furthest acknowledgment
+	// by the peer. Data beyond nxt is held out of order; acked beyond nxt
+	// means the peer has bytes the capture has not shown.
+	nxt, end, acked [2]uint32
+	known, hasAck   [2]bool
+	// ended says that a FIN or RST ended the direction, rst that an RST
+	// came where the assembler takes it as the end.
+	ended, rst [2]bool
+}
+
+// after reports whether sequence number x lies after y, modulo 2^32.
+func after(x, y uint32) bool { return int32(x-y) > 0 }
+
+// mustFlush decides, for a segment in direction d, whether a direction of
+// the connection must give up the bytes it waits for, because the peer
+// acknowledged them: it received them and the capture lost them (a
+// retransmission is not acknowledged before it arrives). It returns the
+// direction, and before=true when that must happen before the segment is
+// assembled: a segment that acknowledges bytes missing in the other
+// direction, which holds data out of order, must not be decoded before
+// that data (a response before its request). Otherwise, for a segment
+// that arrives out of order in its own direction after its hole was
+// acknowledged, the flush follows its assembly, so it is handed over with
+// its own frame rather than when the next segment comes.
+func (s *stream) mustFlush(tcp *layers.TCP, d Direction) (x Direction, before, ok bool) {
+	x = 1 - d
+	if tcp.ACK && s.known[x] && after(s.end[x], s.nxt[x]) && after(tcp.Ack, s.nxt[x]) {
+		return x, true, true
+	}
+	if s.known[d] && s.hasAck[d] && after(tcp.Seq, s.nxt[d]) && after(s.acked[d], s.nxt[d]) {
+		return d, false, true
+	}
+	return 0, false, false
 }
 
 func (s *stream) dir(d gpr.TCPFlowDirection) Direction {
@@ -314,15 +484,30 @@ func (s *stream) dir(d gpr.TCPFlowDirection) Direction {
 	return 1 - s.firstDir
 }
 
-func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, d gpr.TCPFlowDirection, _ gpr.Sequence, start *bool, _ gpr.AssemblerContext) bool {
+func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, d gpr.TCPFlowDirection, nextSeq gpr.Sequence, start *bool, _ gpr.AssemblerContext) bool {
 	if s.dropped {
 		return false
+	}
+	dir := s.dir(d)
+	if s.a.injecting {
+		s.track(tcp, dir, nextSeq)
+		*start = true
+		return true
+	}
+	if x, before, ok := s.mustFlush(tcp, dir); ok && before && !s.a.noRefuse {
+		s.a.flushFirst, s.a.flushDir = s, x
+		return false
+	} else if ok && !before {
+		s.a.flushAfter, s.a.flushDir = s, x
 	}
 	if !s.fsm.CheckState(tcp, d) {
 		s.a.stats.Rejected++
 		return false
 	}
-	dir := s.dir(d)
+	if tcp.RST && (nextSeq < 0 || uint32(nextSeq) == tcp.Seq) {
+		s.rst[dir] = true // at the next sequence number: the assembler takes it
+	}
+	s.track(tcp, dir, nextSeq)
 	s.last = spanOf(ci, 0)
 	if tcp.SYN {
 		s.conn.syn[dir] = true
@@ -334,6 +519,29 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, d gpr.TCPFlowD
 	// middle of one is the norm, so data flows without a handshake too.
 	*start = true
 	return true
+}
+
+// track follows the sequence numbers of an accepted segment (see nxt).
+func (s *stream) track(tcp *layers.TCP, dir Direction, nextSeq gpr.Sequence) {
+	switch {
+	case nextSeq >= 0:
+		s.nxt[dir] = uint32(nextSeq)
+	case tcp.SYN:
+		s.nxt[dir] = tcp.Seq + 1 // where the assembler starts after a SYN
+	default:
+		s.nxt[dir] = tcp.Seq // Accept forces a start at the first segment
+	}
+	if !s.known[dir] {
+		s.end[dir], s.known[dir] = s.nxt[dir], true
+	}
+	// Only data can be held out of order: a bare segment's sequence number
+	// (a stray ACK) moves nothing.
+	if end := tcp.Seq + uint32(len(tcp.Payload)); len(tcp.Payload) > 0 && after(end, s.end[dir]) {
+		s.end[dir] = end
+	}
+	if tcp.ACK && (!s.hasAck[1-dir] || after(tcp.Ack, s.acked[1-dir])) {
+		s.acked[1-dir], s.hasAck[1-dir] = tcp.Ack, true
+	}
 }
 
 func (s *stream) open() {
@@ -350,12 +558,19 @@ func (s *stream) open() {
 
 func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
 	n, _ := sg.Lengths()
-	d, _, _, skip := sg.Info()
+	d, _, end, skip := sg.Info()
+	dir := s.dir(d)
+	s.nxt[dir] += uint32(max(skip, 0) + n)
+	if end && !s.ended[dir] {
+		s.ended[dir] = true
+		if s.rst[dir] && !s.ended[1-dir] {
+			s.a.resets = append(s.a.resets, s)
+		}
+	}
 	if n == 0 && skip == 0 {
 		return
 	}
 	s.open()
-	dir := s.dir(d)
 	spans := s.a.spansOf(sg, max(n, 1), ac)
 	if skip != 0 && !s.conn.MidStream[dir] || skip > 0 {
 		s.a.stats.Gaps++

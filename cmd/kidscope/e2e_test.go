@@ -71,6 +71,12 @@ func kidscopeMessages(t *testing.T, file string, ports string) []message {
 	if code != 0 {
 		t.Fatalf("kidscope frames %s: exit %d: %s", file, code, stderr)
 	}
+	return framesCSV(t, out)
+}
+
+// framesCSV reads the output of `kidscope frames -o csv`.
+func framesCSV(t *testing.T, out string) []message {
+	t.Helper()
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil || len(rows) == 0 {
 		t.Fatalf("kidscope frames csv: %v", err)
@@ -94,22 +100,31 @@ func kidscopeMessages(t *testing.T, file string, ports string) []message {
 // decoded on the given ports, and lists the messages it found.
 func tsharkMessages(t *testing.T, file string, ports []string) []message {
 	t.Helper()
-	args := []string{"-r", file, "-o", "tcp.reassemble_out_of_order:TRUE"}
-	for _, p := range ports {
-		args = append(args, "-d", "tcp.port=="+p+",kafka")
-	}
-	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
-		"-e", "frame.number", "-e", "kafka.request_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id",
-		"-e", "kafka.client_id", "-e", "kafka.request_frame")
-	cmd := exec.Command("tshark", args...)
+	cmd := exec.Command("tshark", tsharkArgs(file, ports)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("tshark %s: %v: %s", file, err, stderr.String())
 	}
+	return tsharkFields(string(out))
+}
+
+// tsharkArgs are the arguments of the tshark command of tsharkMessages.
+func tsharkArgs(file string, ports []string) []string {
+	args := []string{"-r", file, "-o", "tcp.reassemble_out_of_order:TRUE"}
+	for _, p := range ports {
+		args = append(args, "-d", "tcp.port=="+p+",kafka")
+	}
+	return append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
+		"-e", "frame.number", "-e", "kafka.request_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id",
+		"-e", "kafka.client_id", "-e", "kafka.request_frame")
+}
+
+// tsharkFields reads the output of the tshark command of tsharkMessages.
+func tsharkFields(out string) []message {
 	var msgs []message
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		f := strings.Split(line, "\t")
 		for len(f) < 6 {
 			f = append(f, "")
@@ -159,8 +174,13 @@ func keys(ms []message) []string {
 // with the same fields, and (when exact) nothing more.
 func compareWithTshark(t *testing.T, file, ports string, tsharkPorts []string, exact bool) {
 	t.Helper()
-	ours := keys(kidscopeMessages(t, file, ports))
-	theirs := keys(tsharkMessages(t, file, tsharkPorts))
+	compareMessages(t, file, kidscopeMessages(t, file, ports), tsharkMessages(t, file, tsharkPorts), exact)
+}
+
+// compareMessages is compareWithTshark on lists already read.
+func compareMessages(t *testing.T, file string, ourMsgs, theirMsgs []message, exact bool) {
+	t.Helper()
+	ours, theirs := keys(ourMsgs), keys(theirMsgs)
 	have := map[string]int{}
 	for _, k := range ours {
 		have[k]++
