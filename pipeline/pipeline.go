@@ -79,7 +79,13 @@ type Summary struct {
 	Problems []error
 	// Interrupted is true when the context ended the run early.
 	Interrupted bool
+	// CutFrames are the first frames cut by the snap length inside their
+	// TCP payload (Capture.Cut counts them all).
+	CutFrames []decode.Where
 }
+
+// maxCutFrames is how many snap-length-cut frames a Summary names.
+const maxCutFrames = 10
 
 // Run reads the inputs to the end (or until ctx is done) and hands every
 // event to sink. The error is for inputs that cannot be read at all.
@@ -110,6 +116,9 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 			sum.First = p.Time
 		}
 		sum.Last = p.Time
+		if p.Cut && len(sum.CutFrames) < maxCutFrames {
+			sum.CutFrames = append(sum.CutFrames, decode.Where{File: p.File, Frame: p.Frame, Time: p.Time})
+		}
 		asm.Add(&p)
 	}
 	asm.Finish()

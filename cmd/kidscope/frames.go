@@ -58,6 +58,12 @@ Several files are merged in time order; "-" reads standard input.`,
 // the exit code: 130 when interrupted, 2 when an input could not be read
 // to its end, else code.
 func finalStatus(sum *pipeline.Summary, code int) error {
+	for _, w := range sum.CutFrames {
+		fmt.Fprintf(os.Stderr, "kidscope: %s: frame %d: packet cut by the snap length; its missing bytes are a gap\n", sum.FileName(w.File), w.Frame)
+	}
+	if n := sum.Capture.Cut - int64(len(sum.CutFrames)); n > 0 {
+		fmt.Fprintf(os.Stderr, "kidscope: and %d more packets cut by the snap length\n", n)
+	}
 	for _, p := range sum.Problems {
 		fmt.Fprintln(os.Stderr, "kidscope:", p)
 	}

@@ -356,3 +356,32 @@ func TestFramesOutputFormats(t *testing.T) {
 		}
 	})
 }
+
+// TestFramesNamesSnapCutFrames: packets cut by the snap length are named
+// on stderr with file and frame, and analysis goes on.
+func TestFramesNamesSnapCutFrames(t *testing.T) {
+	for _, v := range synth.Variants() {
+		if v.Name != "snap-cut" {
+			continue
+		}
+		path := filepath.Join(t.TempDir(), v.Name+v.Ext)
+		if _, err := v.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := runKidscope(t, "frames", "-o", "csv", path)
+		if code != 0 || len(framesCSV(t, out)) == 0 {
+			t.Fatalf("exit %d, output %q", code, out)
+		}
+		lines := 0
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.Contains(l, path+": frame ") && strings.Contains(l, "cut by the snap length") {
+				lines++
+			}
+		}
+		if lines != 2 {
+			t.Errorf("want 2 lines naming the cut frames, got stderr:\n%s", stderr)
+		}
+		return
+	}
+	t.Fatal("no snap-cut variant in the corpus")
+}
