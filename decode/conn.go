@@ -183,7 +183,6 @@ type framer struct {
 	kind    EventKind
 	msg     Message
 	lastAt  Where
-	pending pendingReq // for a response: the request it answers
 
 	scan    []byte // bytes kept while lost
 	marks   []Span // spans of scan

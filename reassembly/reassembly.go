@@ -132,13 +132,12 @@ type Stats struct {
 
 // Assembler turns captured TCP segments into in-order byte streams.
 type Assembler struct {
-	opt     Options
-	h       Handler
-	asm     *gpr.Assembler
-	stats   Stats
-	nextID  int
-	live    int // connections tracked now
-	flushed bool
+	opt    Options
+	h      Handler
+	asm    *gpr.Assembler
+	stats  Stats
+	nextID int
+	live   int // connections tracked now
 	// flushing is true while the assembler flushes by time: data handed
 	// over then completed at the frames of its own pages, not the current.
 	flushing  bool

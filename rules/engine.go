@@ -46,7 +46,6 @@ type Engine struct {
 	splits    map[splitKey]bool
 	brokers   map[netip.AddrPort]*brokerState
 	closed    []Connection
-	result    Result
 }
 
 // New returns an engine.

@@ -58,10 +58,9 @@ type hdr struct {
 	clientID string
 }
 
-func none() hdr                   { return hdr{} }
-func with(id decode.UUID) hdr     { return hdr{tag: true, id: id} }
-func (h hdr) nullClient() hdr     { h.nullCID = true; return h }
-func (h hdr) client(s string) hdr { h.clientID = s; return h }
+func none() hdr               { return hdr{} }
+func with(id decode.UUID) hdr { return hdr{tag: true, id: id} }
+func (h hdr) nullClient() hdr { h.nullCID = true; return h }
 
 // req sends a request and returns its correlation ID.
 func (c *sconn) req(key, ver int16, h hdr, body *decode.Body) int32 {
