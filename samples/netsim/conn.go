@@ -172,11 +172,49 @@ type tx struct {
 // hole. It returns 0 when some byte of the message is never captured (Lose
 // without Retransmit, SnapCut, Options.Snaplen) and when data is empty.
 func (cn *Conn) Send(fromClient bool, data []byte, opts ...SegOpt) int {
-	if cn.closed {
-		panic("netsim: Send on a closed connection")
+	if len(data) == 0 {
+		if cn.closed {
+			panic("netsim: Send on a closed connection")
+		}
+		return 0
+	}
+	return cn.send(fromClient, data, []int{len(data)}, opts)[0]
+}
+
+// SendParts writes several messages in one write on the socket, so that a
+// segment can hold the end of one and the start of the next (as a client
+// that pipelines requests, or Nagle's algorithm, makes them). SegOpts apply
+// to the whole write, with offsets counted from the start of the first part.
+// It returns, for each part, the frame at which the bytes from the start of
+// the write to the end of that part have all been captured (0 when some of
+// them never are, and for an empty part).
+func (cn *Conn) SendParts(fromClient bool, parts [][]byte, opts ...SegOpt) []int {
+	var data []byte
+	ends := make([]int, len(parts))
+	for i, p := range parts {
+		data = append(data, p...)
+		ends[i] = len(data)
 	}
 	if len(data) == 0 {
-		return 0
+		if cn.closed {
+			panic("netsim: Send on a closed connection")
+		}
+		return make([]int, len(parts))
+	}
+	done := cn.send(fromClient, data, ends, opts)
+	for i, p := range parts {
+		if len(p) == 0 {
+			done[i] = 0
+		}
+	}
+	return done
+}
+
+// send writes data as one write and returns, for each offset in ends, the
+// frame at which data[:end] has all been captured.
+func (cn *Conn) send(fromClient bool, data []byte, ends []int, opts []SegOpt) []int {
+	if cn.closed {
+		panic("netsim: Send on a closed connection")
 	}
 	from := sideOf(fromClient)
 	to := 1 - from
@@ -242,7 +280,7 @@ func (cn *Conn) Send(fromClient bool, data []byte, opts ...SegOpt) int {
 	abs := func(s span) [2]uint32 { return [2]uint32{base + uint32(s.start), base + uint32(s.end)} }
 	var covered, ooo []span // captured bytes; bytes the peer holds out of order
 	rcvd := 0               // bytes the peer has in order
-	done := 0
+	done := make([]int, len(ends))
 	for _, t := range txs {
 		fl := fACK
 		if t.end == len(data) {
@@ -250,10 +288,12 @@ func (cn *Conn) Send(fromClient bool, data []byte, opts ...SegOpt) int {
 		}
 		frameNo, got := cn.emit(out{from: from, seq: base + uint32(t.start), fl: fl,
 			payload: data[t.start:t.end], write: t.write, deliver: t.deliver, cut: t.cut})
-		if frameNo > 0 && got > 0 && done == 0 {
+		if frameNo > 0 && got > 0 && done[len(done)-1] == 0 {
 			covered = addSpan(covered, span{t.start, t.start + got})
-			if covered[0] == (span{0, len(data)}) {
-				done = frameNo
+			for i, end := range ends {
+				if done[i] == 0 && covered[0].start == 0 && covered[0].end >= end {
+					done[i] = frameNo
+				}
 			}
 		}
 		if !t.deliver {

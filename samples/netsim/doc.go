@@ -9,8 +9,11 @@
 // Linux sends them (an ACK for every second segment, immediate duplicate
 // ACKs with SACK blocks for out-of-order and duplicate data, everything else
 // piggybacked on the peer's next segment), and Close or Reset end the
-// connection. SegOpt values passed to Send bend one message: cut it at chosen
-// offsets, reorder, retransmit, overlap, lose or snap-cut its segments.
+// connection. SendParts writes several messages in one write, so that one
+// segment can end one message and start the next, and reports where each
+// is complete. SegOpt values passed to Send bend one message: cut it at
+// chosen offsets, reorder, retransmit, overlap, lose or snap-cut its
+// segments.
 //
 //	c := netsim.New(netsim.Options{Link: netsim.Ethernet, Format: netsim.PcapNG})
 //	cn := c.Open(netip.MustParseAddrPort("10.0.0.1:50000"),

@@ -910,3 +910,36 @@ func TestTshark(t *testing.T) {
 		}
 	}
 }
+
+// TestSendParts writes three messages in one write: the segments straddle
+// their boundaries, and each message is complete at the frame that
+// carries its last byte.
+func TestSendParts(t *testing.T) {
+	c := netsim.New(netsim.Options{Seed: 4})
+	cn := c.Open(cli4, srv4, netsim.ConnOptions{MSS: 100})
+	parts := [][]byte{payload(30, 1), payload(150, 2), payload(20, 3)}
+	done := cn.SendParts(true, parts)
+	// Segments: [0,100) [100,200) = frames 4, 5, then the ACK (6).
+	if want := []int{4, 5, 5}; !slices.Equal(done, want) {
+		t.Errorf("SendParts returned %v, want %v", done, want)
+	}
+	// Reordered: the second segment comes first, so nothing is complete
+	// until the first arrives.
+	done = cn.SendParts(true, [][]byte{payload(150, 4), payload(10, 5)}, netsim.Reorder(0, 1))
+	first := 7 // after frames 4, 5 and the ACK 6
+	if want := []int{first + 2, first + 2}; !slices.Equal(done, want) {
+		t.Errorf("reordered SendParts returned %v, want %v", done, want)
+	}
+	if got := cn.SendParts(true, [][]byte{nil, payload(5, 6)}); got[0] != 0 || got[1] == 0 {
+		t.Errorf("empty part: %v", got)
+	}
+	pkts := readCapture(t, write(t, c))
+	var all []byte
+	for _, p := range parts {
+		all = append(all, p...)
+	}
+	all = append(all, payload(150, 4)...)
+	all = append(all, payload(10, 5)...)
+	all = append(all, payload(5, 6)...)
+	expectStreams(t, pkts, cli4, srv4, []message{{fromClient: true, data: all}})
+}

@@ -1,0 +1,421 @@
+package samples
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kidscope/kidscope/decode"
+)
+
+// The expectations are written by hand from RULES.md (see the README). The
+// checks here do not judge them against the rules (that would be a second
+// rules engine); they catch slips in the data: findings in the wrong
+// place, two §3/§4 findings on one request, §8 findings that the script's
+// TCP behaviour contradicts, instance IDs shared or split by accident,
+// broker verdicts no answer supports, and gaps in the coverage the issue
+// asks for.
+
+// answerRules are the rules about a broker's answer: at the response.
+var answerRules = map[string]bool{
+	"broker-id-not-assigned": true, "broker-id-conflict": true, "broker-rejected-valid": true,
+	"join-member-id-required-old-version": true,
+}
+
+// requestIndex maps each Request of a built scenario's script to its
+// message.
+func requestIndex(b *Built) map[*Request]int {
+	out := map[*Request]int{}
+	k := 0
+	for _, m := range b.Messages {
+		if m.Request {
+			k++
+		}
+	}
+	// Requests are appended in script order per connection as steps run;
+	// match them by connection and order.
+	next := map[int]int{}
+	byConn := map[int][]int{}
+	for i, m := range b.Messages {
+		if m.Request {
+			byConn[m.Conn] = append(byConn[m.Conn], i)
+		}
+	}
+	for ci, c := range b.Conns {
+		for _, st := range c.Steps {
+			for _, r := range st.Reqs {
+				out[r] = byConn[ci][next[ci]]
+				next[ci]++
+			}
+		}
+	}
+	if len(out) != k {
+		panic(fmt.Sprintf("%d requests in the script, %d written", len(out), k))
+	}
+	return out
+}
+
+// responseOf returns the index of the response to request i, or -1.
+func responseOf(b *Built, i int) int {
+	for j, m := range b.Messages {
+		if !m.Request && m.Answers == i {
+			return j
+		}
+	}
+	return -1
+}
+
+// topErrorCode is the top-level error code of the responses RULES.md §5
+// names (ApiVersions, JoinGroup, ConsumerGroupHeartbeat,
+// GetTelemetrySubscriptions, PushTelemetry).
+func topErrorCode(body Body) (int16, bool) {
+	if v1, ok := body.(*v1Body); ok {
+		body, _ = v1.V0()
+	}
+	switch r := body.(type) {
+	case *kmsg.ApiVersionsResponse:
+		return r.ErrorCode, true
+	case *kmsg.JoinGroupResponse:
+		return r.ErrorCode, true
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return r.ErrorCode, true
+	case *kmsg.GetTelemetrySubscriptionsResponse:
+		return r.ErrorCode, true
+	case *kmsg.PushTelemetryResponse:
+		return r.ErrorCode, true
+	}
+	return 0, false
+}
+
+func TestExpectations(t *testing.T) {
+	for _, b := range allBuilt(t) {
+		t.Run(b.Scenario.Name, func(t *testing.T) { checkExpectation(t, b) })
+	}
+}
+
+func checkExpectation(t *testing.T, b *Built) {
+	e := b.Expect
+	frames := b.ConnLast
+	maxFrame := slices.Max(frames)
+	for _, f := range e.Findings {
+		r, ok := LookupRule(f.Rule)
+		if !ok || r.Severity != f.Severity {
+			t.Errorf("finding %s: unknown rule or wrong severity %s", f.Rule, f.Severity)
+		}
+		if f.Frame < 1 || f.Frame > maxFrame {
+			t.Errorf("finding %s at frame %d outside the capture", f.Rule, f.Frame)
+		}
+	}
+	if len(e.Connections) != len(b.Conns) {
+		t.Errorf("%d connections expected, %d in the capture", len(e.Connections), len(b.Conns))
+	}
+
+	idx := requestIndex(b)
+	findsAt := map[int][]string{} // conn → rules found on it
+	for ci, c := range b.Conns {
+		var firstUnanswered = -1
+		var unansweredFinds, gapFinds []int
+		for si, st := range c.Steps {
+			for _, r := range st.Reqs {
+				i := idx[r]
+				m := b.Messages[i]
+				n34 := 0
+				for _, f := range r.Finds {
+					rule, _ := LookupRule(f.Rule)
+					findsAt[ci] = append(findsAt[ci], f.Rule)
+					if answerRules[f.Rule] {
+						t.Errorf("conn %d step %d: %s is about an answer, but is put on the request", ci, si, f.Rule)
+					}
+					if rule.Section == 3 || rule.Section == 4 {
+						n34++
+						if !slices.Contains(Precedence, f.Rule) {
+							t.Errorf("conn %d step %d: %s is not in the §1 precedence list", ci, si, f.Rule)
+						}
+					}
+					switch f.Rule {
+					case "stream-unanswered":
+						unansweredFinds = append(unansweredFinds, i)
+					case "stream-gap":
+						gapFinds = append(gapFinds, i)
+					case "stream-mid-start", "stream-not-kafka":
+						t.Errorf("conn %d step %d: %s is put on a request", ci, si, f.Rule)
+					}
+					if rule.Section == 3 && len(f.Related) > 1 {
+						t.Errorf("conn %d step %d: %s names more than the establishing frame", ci, si, f.Rule)
+					}
+				}
+				if n34 > 1 {
+					t.Errorf("conn %d step %d: %d findings of §3/§4 on one request (RULES.md §1 allows one)", ci, si, n34)
+				}
+				if m.Frame > 0 && !m.Partial && responseOf(b, i) < 0 && firstUnanswered < 0 {
+					firstUnanswered = i
+				}
+			}
+			for _, r := range st.Resps {
+				for _, f := range r.Finds {
+					findsAt[ci] = append(findsAt[ci], f.Rule)
+					if !answerRules[f.Rule] {
+						t.Errorf("conn %d step %d: %s is put on a response", ci, si, f.Rule)
+					}
+				}
+			}
+			if st.Raw != nil {
+				for _, f := range st.Raw.Finds {
+					findsAt[ci] = append(findsAt[ci], f.Rule)
+				}
+			}
+		}
+		for _, f := range c.Finds {
+			findsAt[ci] = append(findsAt[ci], f.Rule)
+		}
+
+		// §8, from the script's TCP behaviour.
+		switch {
+		case firstUnanswered < 0 && len(unansweredFinds) > 0:
+			t.Errorf("conn %d: stream-unanswered, but every request is answered", ci)
+		case firstUnanswered >= 0 && !slices.Equal(unansweredFinds, []int{firstUnanswered}):
+			t.Errorf("conn %d: a request is unanswered: want one stream-unanswered, at the first such request", ci)
+		}
+		midStart := slices.Contains(findsAt[ci], "stream-mid-start")
+		if midStart != c.MidStream || strings.Count(strings.Join(findsAt[ci], " "), "stream-mid-start") > 1 {
+			t.Errorf("conn %d: mid-stream %v, but stream-mid-start findings %v", ci, c.MidStream, findsAt[ci])
+		}
+		lost := false
+		for i, m := range b.Messages {
+			if m.Conn == ci && m.Request && m.Frame == 0 && !m.Partial {
+				lost = true
+				next := -1
+				for j := i + 1; j < len(b.Messages); j++ {
+					if b.Messages[j].Conn == ci && b.Messages[j].Request {
+						next = j
+						break
+					}
+				}
+				if !slices.Equal(gapFinds, []int{next}) {
+					t.Errorf("conn %d: a request is lost: want stream-gap at the next request", ci)
+				}
+			}
+		}
+		if !lost && len(gapFinds) > 0 {
+			t.Errorf("conn %d: stream-gap, but nothing is lost", ci)
+		}
+		tls := false
+		for _, st := range c.Steps {
+			if st.Raw != nil && st.Raw.What == "TLS" {
+				if !tls && (len(st.Raw.Finds) != 1 || st.Raw.Finds[0].Rule != "stream-not-kafka") {
+					t.Errorf("conn %d: TLS, but its first record has no stream-not-kafka", ci)
+				}
+				tls = true
+			}
+		}
+		if !tls && slices.Contains(findsAt[ci], "stream-not-kafka") {
+			t.Errorf("conn %d: stream-not-kafka on a Kafka connection", ci)
+		}
+	}
+
+	checkInstances(t, b, findsAt)
+	checkVerdicts(t, b, idx)
+	if b.Scenario.Large && len(e.Findings) > 0 {
+		t.Errorf("the large capture must be clean, has %d findings", len(e.Findings))
+	}
+}
+
+// checkInstances guards against instance IDs shared or split by accident:
+// instance-id-shared must be expected exactly when one header ID comes
+// from two client addresses, instance-id-split exactly when one address
+// and ClientId has overlapping connections with different IDs.
+func checkInstances(t *testing.T, b *Built, findsAt map[int][]string) {
+	t.Helper()
+	addrs := map[decode.UUID][]netip.Addr{}
+	ids := make([]map[decode.UUID]bool, len(b.Conns))
+	for i := range ids {
+		ids[i] = map[decode.UUID]bool{}
+	}
+	for _, m := range b.Messages {
+		if !m.Request || m.Frame == 0 || m.Instance == nil || m.Instance.IsZero() {
+			continue
+		}
+		ids[m.Conn][*m.Instance] = true
+		if a := m.Client.Addr(); !slices.Contains(addrs[*m.Instance], a) {
+			addrs[*m.Instance] = append(addrs[*m.Instance], a)
+		}
+	}
+	wantShared := 0
+	for _, as := range addrs {
+		if len(as) > 1 {
+			wantShared++
+		}
+	}
+	wantSplit := 0
+	for i := range b.Conns {
+		for j := i + 1; j < len(b.Conns); j++ {
+			ci, cj := b.Conns[i], b.Conns[j]
+			overlap := b.ConnFirst[i] <= b.ConnLast[j] && b.ConnFirst[j] <= b.ConnLast[i]
+			if ci.Client.Addr() != cj.Client.Addr() || ci.ClientID != cj.ClientID || !overlap {
+				continue
+			}
+			for id := range ids[i] {
+				for jd := range ids[j] {
+					if id != jd {
+						wantSplit++
+					}
+				}
+			}
+		}
+	}
+	var shared, split int
+	for _, rules := range findsAt {
+		for _, r := range rules {
+			switch r {
+			case "instance-id-shared":
+				shared++
+			case "instance-id-split":
+				split++
+			}
+		}
+	}
+	if shared != wantShared {
+		t.Errorf("%d instance IDs come from several addresses, %d instance-id-shared findings", wantShared, shared)
+	}
+	if split != wantSplit {
+		t.Errorf("%d overlapping connection pairs with different IDs, %d instance-id-split findings", wantSplit, split)
+	}
+}
+
+// checkVerdicts requires each broker's verdict to follow from the answers
+// to the requests given an error-severity header finding or
+// telemetry-body-mismatch (RULES.md §5).
+func checkVerdicts(t *testing.T, b *Built, idx map[*Request]int) {
+	t.Helper()
+	enforces, ignores := map[netip.AddrPort]bool{}, map[netip.AddrPort]bool{}
+	for ci, c := range b.Conns {
+		var last *Request
+		for _, st := range c.Steps {
+			for _, r := range st.Reqs {
+				last = r
+			}
+		}
+		for _, st := range c.Steps {
+			for _, r := range st.Reqs {
+				tells := false
+				for _, f := range r.Finds {
+					rule, _ := LookupRule(f.Rule)
+					if rule.Section == 3 && rule.Severity == "error" || f.Rule == "telemetry-body-mismatch" {
+						tells = true
+					}
+				}
+				if !tells {
+					continue
+				}
+				i := idx[r]
+				j := responseOf(b, i)
+				switch {
+				case j < 0 && r == last && (c.End == BrokerCloses || c.End == BrokerResets):
+					enforces[c.Broker] = true
+				case j >= 0:
+					if code, ok := topErrorCode(b.Messages[j].Body); ok {
+						switch code {
+						case errInvalidRequest:
+							enforces[c.Broker] = true
+						case errNone:
+							ignores[c.Broker] = true
+						}
+					}
+				default:
+					t.Errorf("conn %d: an offending request is unanswered, and the broker does not close", ci)
+				}
+			}
+		}
+	}
+	for _, br := range b.Scenario.Brokers {
+		want := Unknown
+		switch {
+		case enforces[br.Addr] && ignores[br.Addr]:
+			want = Mixed
+		case enforces[br.Addr]:
+			want = Enforces
+		case ignores[br.Addr]:
+			want = Ignores
+		}
+		if br.KIP1313 != want {
+			t.Errorf("broker %v: verdict %s, but its answers say %s", br.Addr, br.KIP1313, want)
+		}
+	}
+}
+
+// TestCoverage checks that the scenarios cover what issue #3 asks.
+func TestCoverage(t *testing.T) {
+	built := allBuilt(t)
+	byName := map[string]*Built{}
+	found := map[string]bool{}
+	profileRule := map[string]bool{}
+	verdicts := map[string]bool{}
+	covers := map[string]bool{}
+	for _, b := range built {
+		byName[b.Scenario.Name] = b
+		for _, c := range b.Scenario.Covers {
+			covers[c] = true
+		}
+		for _, v := range b.Expect.Brokers {
+			verdicts[v.KIP1313] = true
+		}
+		if b.Scenario.Large {
+			continue
+		}
+		prof := map[string]string{}
+		for _, c := range b.Expect.Connections {
+			if c.Profile != nil {
+				prof[c.Client] = *c.Profile
+			}
+		}
+		for _, f := range b.Expect.Findings {
+			found[f.Rule] = true
+			profileRule[f.Rule+"/"+prof[f.Client]] = true
+		}
+	}
+	for _, r := range Rules {
+		if !found[r.ID] {
+			t.Errorf("no scenario produces %s", r.ID)
+		}
+	}
+	for _, want := range []string{
+		"header-id-changed/seed", "header-id-changed/accepted", "header-id-dropped/seed", "header-id-late/seed",
+		"header-id-missing-first/accepted", "header-id-reserved/seed", "header-id-reserved/accepted",
+		"header-client-id-repeated/accepted", "header-id-repeated/accepted",
+	} {
+		if !profileRule[want] {
+			t.Errorf("no scenario shows %s", want)
+		}
+	}
+	for row := 1; row <= 5; row++ {
+		for _, v := range []string{"enforces", "ignores"} {
+			if c := fmt.Sprintf("row %d/%s", row, v); !covers[c] {
+				t.Errorf("no scenario covers the seed table's %s", c)
+			}
+		}
+	}
+	for _, v := range []Verdict{Enforces, Ignores, Mixed, Unknown} {
+		if !verdicts[string(v)] {
+			t.Errorf("no broker %s KIP-1313", v)
+		}
+	}
+	for name, b := range byName {
+		if base, ok := strings.CutSuffix(name, "-clean"); ok && !b.Scenario.Large {
+			v := byName[base]
+			switch {
+			case v == nil:
+				t.Errorf("%s has no violating twin %s", name, base)
+			case len(b.Expect.Findings) != 0:
+				t.Errorf("%s must produce nothing, expects %d findings", name, len(b.Expect.Findings))
+			case len(v.Expect.Findings) == 0:
+				t.Errorf("%s expects nothing, but its twin is clean", base)
+			}
+		} else if strings.HasPrefix(name, "hdr-") && byName[name+"-clean"] == nil {
+			t.Errorf("%s has no clean twin", name)
+		}
+	}
+}
