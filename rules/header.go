@@ -46,6 +46,7 @@ type seedJudge struct {
 	midStream bool
 	started   bool
 	firstHas  bool // the first flexible-header request carried an ID
+	firstAt   Frame
 	est       decode.UUID
 	hasEst    bool
 	estAt     Frame
@@ -60,7 +61,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 		out = append(out, cand{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: "ONE"})
 	}
 	if !j.started {
-		j.started = true
+		j.started, j.firstAt = true, frameOf(at)
 		j.firstHas = x.carries
 		if x.carries {
 			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
@@ -69,14 +70,38 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 	}
 	switch {
 	case j.hasEst && x.carries && x.id != j.est:
-		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text(), related: []Frame{j.estAt}})
+		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text()})
 	case j.hasEst && !x.carries:
-		out = append(out, cand{rule: HeaderIDDropped, expected: j.est.String(), seen: x.text(), related: []Frame{j.estAt}})
+		out = append(out, cand{rule: HeaderIDDropped, expected: j.est.String(), seen: x.text()})
 	case !j.hasEst && x.carries && j.midStream:
 		// A mid-stream connection's established ID is the first one shown.
 		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	case !j.hasEst && x.carries && !j.firstHas:
 		out = append(out, cand{rule: HeaderIDLate, expected: "no ID (the first flexible-header request carried none)", seen: x.text()})
+	}
+	return withEstablished(out, j.establishedAt(), at)
+}
+
+// establishedAt is the frame that established the connection's ID or its
+// absence (RULES.md §3 evidence).
+func (j *seedJudge) establishedAt() Frame {
+	if j.hasEst {
+		return j.estAt
+	}
+	if j.midStream {
+		return Frame{}
+	}
+	return j.firstAt
+}
+
+// withEstablished adds the establishing frame to header findings, unless
+// it is the request's own.
+func withEstablished(out []cand, est Frame, at decode.Where) []cand {
+	if est.Frame == 0 || est == frameOf(at) {
+		return out
+	}
+	for i := range out {
+		out[i].related = append([]Frame{est}, out[i].related...)
 	}
 	return out
 }
@@ -87,6 +112,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 type acceptedJudge struct {
 	midStream bool
 	started   bool
+	firstAt   Frame
 	est       decode.UUID
 	hasEst    bool
 	estAt     Frame
@@ -108,7 +134,7 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 		out = append(out, cand{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: x.text()})
 	}
 	if !j.started {
-		j.started = true
+		j.started, j.firstAt = true, frameOf(at)
 		switch {
 		case x.carries && !x.id.IsOne():
 			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
@@ -119,7 +145,7 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 	}
 	switch {
 	case x.carries && j.hasEst && x.id != j.est:
-		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text(), related: []Frame{j.estAt}})
+		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text()})
 	case x.carries && !j.hasEst && j.midStream:
 		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	}
@@ -127,9 +153,15 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 		out = append(out, cand{rule: HeaderClientIDRepeated, expected: "a null ClientId", seen: "ClientId " + quote(h.ClientID)})
 	}
 	if x.carries && j.hasEst && x.id == j.est && frameOf(at) != j.estAt {
-		out = append(out, cand{rule: HeaderIDRepeated, expected: "no ID (already established)", seen: x.text(), related: []Frame{j.estAt}})
+		out = append(out, cand{rule: HeaderIDRepeated, expected: "no ID (already established)", seen: x.text()})
 	}
-	return out
+	est := j.firstAt
+	if j.hasEst {
+		est = j.estAt
+	} else if j.midStream {
+		est = Frame{}
+	}
+	return withEstablished(out, est, at)
 }
 
 // oldClientJudge covers auto mode's "no F" case: the first request mapped

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// expectation is the part of a scenario's NAME.expect.json this test reads.
+type expectation struct {
+	File     string `json:"file"`
+	Ports    []int  `json:"ports"`
+	Findings []struct {
+		Rule          string  `json:"rule"`
+		Severity      string  `json:"severity"`
+		Client        string  `json:"client"`
+		Broker        string  `json:"broker"`
+		Frame         int64   `json:"frame"`
+		RelatedFrames []int64 `json:"related_frames"`
+	} `json:"findings"`
+	Connections []struct {
+		Client    string  `json:"client"`
+		Broker    string  `json:"broker"`
+		Profile   *string `json:"profile"`
+		MidStream bool    `json:"mid_stream"`
+	} `json:"connections"`
+	Brokers []struct {
+		Broker  string `json:"broker"`
+		KIP1313 string `json:"kip1313"`
+	} `json:"brokers"`
+}
+
+// analysis is the part of `analyze -o json` this test reads.
+type analysis struct {
+	SchemaVersion int `json:"schema_version"`
+	Findings      []struct {
+		Rule          string  `json:"rule"`
+		Severity      string  `json:"severity"`
+		Frame         int64   `json:"frame"`
+		RelatedFrames []int64 `json:"related_frames"`
+		Connection    struct {
+			Client string `json:"client"`
+			Broker string `json:"broker"`
+		} `json:"connection"`
+	} `json:"findings"`
+	Connections []struct {
+		Client    string  `json:"client"`
+		Broker    string  `json:"broker"`
+		Profile   *string `json:"profile"`
+		MidStream bool    `json:"mid_stream"`
+	} `json:"connections"`
+	Brokers []struct {
+		Broker  string `json:"broker"`
+		KIP1313 string `json:"kip1313"`
+	} `json:"brokers"`
+}
+
+func str(p *string) string {
+	if p == nil {
+		return "null"
+	}
+	return *p
+}
+
+// TestAnalyzeSamples runs the built binary on every committed scenario and
+// requires exactly the scenario's expected findings (rule, severity,
+// client, broker, frame), the profile of every connection and the verdict
+// of every broker. The expectations were written from RULES.md by the
+// scenario generator, not from the engine's output.
+func TestAnalyzeSamples(t *testing.T) {
+	exps, _ := filepath.Glob("../../samples/captures/*.expect.json")
+	if len(exps) < 40 {
+		t.Fatalf("%d scenarios under samples/captures: the corpus is missing", len(exps))
+	}
+	for _, path := range exps {
+		name := strings.TrimSuffix(filepath.Base(path), ".expect.json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var exp expectation
+			if err := json.Unmarshal(raw, &exp); err != nil {
+				t.Fatal(err)
+			}
+			var ports []string
+			for _, p := range exp.Ports {
+				ports = append(ports, strconv.Itoa(p))
+			}
+			capture := filepath.Join(filepath.Dir(path), exp.File)
+			out, stderr, code := runKidscope(t, "analyze", "-o", "json", "-p", strings.Join(ports, ","), capture)
+			wantCode := 0
+			for _, f := range exp.Findings {
+				if f.Severity == "error" {
+					wantCode = 1
+				}
+			}
+			if code != wantCode {
+				t.Errorf("exit %d, want %d (stderr %q)", code, wantCode, stderr)
+			}
+			var got analysis
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("analyze -o json: %v", err)
+			}
+			var want, have []string
+			for _, f := range exp.Findings {
+				want = append(want, fmt.Sprintf("%s %s %s→%s frame %d related %v", f.Rule, f.Severity, f.Client, f.Broker, f.Frame, f.RelatedFrames))
+			}
+			for _, f := range got.Findings {
+				// The scenario lists the related frames the rules name; the
+				// report adds the answering response's frame.
+				rel := f.RelatedFrames
+				for _, e := range exp.Findings {
+					if e.Rule == f.Rule && e.Frame == f.Frame && e.Client == f.Connection.Client {
+						rel = slices.DeleteFunc(slices.Clone(rel), func(x int64) bool { return !slices.Contains(e.RelatedFrames, x) })
+					}
+				}
+				have = append(have, fmt.Sprintf("%s %s %s→%s frame %d related %v", f.Rule, f.Severity, f.Connection.Client, f.Connection.Broker, f.Frame, rel))
+			}
+			sameSet(t, "findings", want, have)
+			want, have = nil, nil
+			for _, c := range exp.Connections {
+				want = append(want, fmt.Sprintf("%s→%s profile %s mid-stream %v", c.Client, c.Broker, str(c.Profile), c.MidStream))
+			}
+			for _, c := range got.Connections {
+				have = append(have, fmt.Sprintf("%s→%s profile %s mid-stream %v", c.Client, c.Broker, str(c.Profile), c.MidStream))
+			}
+			sameSet(t, "connections", want, have)
+			want, have = nil, nil
+			for _, b := range exp.Brokers {
+				want = append(want, b.Broker+" "+b.KIP1313)
+			}
+			for _, b := range got.Brokers {
+				have = append(have, b.Broker+" "+b.KIP1313)
+			}
+			sameSet(t, "brokers", want, have)
+		})
+	}
+}
+
+func sameSet(t *testing.T, what string, want, have []string) {
+	t.Helper()
+	sort.Strings(want)
+	sort.Strings(have)
+	if strings.Join(want, "\n") != strings.Join(have, "\n") {
+		t.Errorf("%s:\n got:\n  %s\n want:\n  %s", what, strings.Join(have, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestAnalyzeRealTrafficIsClean: real clients (kgo, kadm against kfake)
+// are the false-positive check: no error or warning finding.
+func TestAnalyzeRealTrafficIsClean(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/real/*.pcap")
+	if len(files) == 0 {
+		t.Fatal("no captures under testdata/real")
+	}
+	for _, f := range files {
+		out, stderr, code := runKidscope(t, "analyze", "-o", "json", "--min-severity", "warning", "-p", "39092-39094", f)
+		if code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, stderr)
+		}
+		var got analysis
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, x := range got.Findings {
+			t.Errorf("%s: %s at frame %d", filepath.Base(f), x.Rule, x.Frame)
+		}
+		if len(got.Connections) == 0 {
+			t.Errorf("%s: no connection reported", f)
+		}
+	}
+}
+
+// TestAnalyzeExitCodesAndFilters checks --fail-on, --rule, --skip-rule,
+// --min-severity and bad usage.
+func TestAnalyzeExitCodesAndFilters(t *testing.T) {
+	capture := "../../samples/captures/hdr-acc-client-id-repeated.pcapng" // one warning
+	cases := []struct {
+		args []string
+		code int
+		n    int // findings in the JSON
+	}{
+		{nil, 0, 1},
+		{[]string{"--fail-on", "warning"}, 1, 1},
+		{[]string{"--fail-on", "never", "--min-severity", "error"}, 0, 0},
+		{[]string{"--rule", "telemetry-*"}, 0, 0},
+		{[]string{"--rule", "header-*", "--fail-on", "warning"}, 1, 1},
+		{[]string{"--skip-rule", "header-client-id-repeated", "--fail-on", "warning"}, 0, 0},
+		{[]string{"--rule", "no-such-rule"}, 2, -1},
+		{[]string{"--profile", "nonsense"}, 2, -1},
+		{[]string{"--min-severity", "loud"}, 2, -1},
+	}
+	for _, c := range cases {
+		args := append([]string{"analyze", "-o", "json"}, c.args...)
+		out, stderr, code := runKidscope(t, append(args, capture)...)
+		if code != c.code {
+			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, c.code, stderr)
+			continue
+		}
+		if c.n < 0 {
+			if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 || !strings.HasPrefix(stderr, "kidscope: ") {
+				t.Errorf("%v: want one error line, got %q", c.args, stderr)
+			}
+			continue
+		}
+		var got analysis
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if len(got.Findings) != c.n {
+			t.Errorf("%v: %d findings, want %d", c.args, len(got.Findings), c.n)
+		}
+	}
+	if _, stderr, code := runKidscope(t, "analyze", "no-such-file.pcap"); code != 2 || !strings.Contains(stderr, "no-such-file.pcap") {
+		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
