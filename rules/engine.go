@@ -225,6 +225,9 @@ func (e *Engine) response(cs *connState, ev *decode.Event) {
 	if r != nil {
 		r.answered, r.respAt, r.code, r.hasCode = true, ev.At, m.ErrorCode, m.HasErrorCode
 	}
+	if m.Request.APIKey == decode.KeyApiVersions && m.HasBody && m.HasErrorCode && m.ErrorCode == 0 {
+		e.broker(cs.info.Key.Broker).offersTelemetry(m.Body.APIVersions)
+	}
 	for _, c := range e.tele.response(cs, ev) {
 		e.emitCand(cs, c, ev.At, &m.Request, m.ErrorCode, m.HasErrorCode, true, nil)
 	}

@@ -127,6 +127,19 @@ func uuidStrings(ids []decode.UUID) []string {
 type brokerState struct {
 	enforce, ignore []Frame
 	connections     int
+	telemetry       bool // its ApiVersions offered keys 71 and 72
+	telemetryKnown  bool
+}
+
+// offersTelemetry records whether an ApiVersions answer offered the
+// telemetry APIs (brokers offer them only with a metrics plugin).
+func (b *brokerState) offersTelemetry(ranges []decode.VersionRange) {
+	var get, push bool
+	for _, r := range ranges {
+		get = get || r.Key == decode.KeyGetTelemetrySubscriptions
+		push = push || r.Key == decode.KeyPushTelemetry
+	}
+	b.telemetry, b.telemetryKnown = get && push, true
 }
 
 func (e *Engine) broker(ep netip.AddrPort) *brokerState {
@@ -141,7 +154,8 @@ func (e *Engine) broker(ep netip.AddrPort) *brokerState {
 func (e *Engine) brokerList() []Broker {
 	var out []Broker
 	for ep, b := range e.brokers {
-		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections}
+		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections,
+			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown}
 		switch {
 		case len(b.enforce) > 0 && len(b.ignore) > 0:
 			br.Verdict = VerdictMixed
