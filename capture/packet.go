@@ -35,4 +35,6 @@ type Stats struct {
 	Padded    int64 // frames whose captured length exceeds the IP length (trailing padding, trimmed)
 	Malformed int64 // frames whose link, IP or TCP header does not parse
 	Filtered  int64 // frames the capture filter rejected
+	// KernelDrops are frames a live capture's kernel ring had no room for.
+	KernelDrops int64
 }

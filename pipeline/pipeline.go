@@ -15,8 +15,14 @@ import (
 
 // Options say what to read and how.
 type Options struct {
-	Files      []string  // capture files; "-" is Stdin
-	Stdin      io.Reader // read for "-"
+	Files []string  // capture files; "-" is Stdin
+	Stdin io.Reader // read for "-"
+	// Source, when set, is read instead of Files (a live capture).
+	Source Source
+	// MaxPackets stops the run after that many frames (0: no limit).
+	MaxPackets int64
+	// OnTick, when set, is called about once a second of wall time.
+	OnTick     func(Progress)
 	Reassembly reassembly.Options
 	Decode     decode.Options
 }
@@ -87,27 +93,83 @@ type Summary struct {
 // maxCutFrames is how many snap-length-cut frames a Summary names.
 const maxCutFrames = 10
 
-// Run reads the inputs to the end (or until ctx is done) and hands every
-// event to sink. The error is for inputs that cannot be read at all.
+// Source is a packet source: capture files or a live interface.
+type Source interface {
+	// Next returns the next TCP segment, io.EOF at the end, or
+	// capture.ErrNoPacket when a live source had nothing within its poll
+	// interval.
+	Next(p *capture.Packet) error
+	Stats() capture.Stats
+	Close() error
+}
+
+// Progress is what OnTick reports of a run so far.
+type Progress struct {
+	Packets, Bytes int64
+	KernelDrops    int64
+	Connections    int64 // connections that carried data so far
+	Open           int   // connections open now
+	Requests       int64
+	Responses      int64
+}
+
+// Run reads the inputs to the end (or until ctx is done, or MaxPackets)
+// and hands every event to sink. The error is for inputs that cannot be
+// read at all.
 func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 	var sum Summary
-	r, err := capture.Open(opt.Files, opt.Stdin)
-	if err != nil {
-		return sum, err
+	src := opt.Source
+	var files *capture.Reader
+	if src == nil {
+		r, err := capture.Open(opt.Files, opt.Stdin)
+		if err != nil {
+			return sum, err
+		}
+		sum.Files = r.Files()
+		src, files = r, r
 	}
-	defer r.Close()
-	sum.Files = r.Files()
+	defer src.Close()
 	h := &handler{sink: sink, sum: &sum, dopt: opt.Decode}
 	asm := reassembly.New(opt.Reassembly, h)
 	var p capture.Packet
+	nextTick := time.Now().Add(time.Second)
+	tick := func() {
+		if opt.OnTick == nil {
+			return
+		}
+		st := src.Stats()
+		opt.OnTick(Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
+			Connections: sum.Connections, Open: h.open, Requests: h.requests, Responses: h.responses})
+	}
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			sum.Interrupted = true
 			break
 		}
-		err := r.Next(&p)
+		if opt.MaxPackets > 0 && src.Stats().Packets >= opt.MaxPackets {
+			break
+		}
+		if n&255 == 0 && opt.OnTick != nil && time.Now().After(nextTick) {
+			nextTick = time.Now().Add(time.Second)
+			tick()
+		}
+		err := src.Next(&p)
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if errors.Is(err, capture.ErrNoPacket) {
+			// A live source is quiet: expire idle connections by wall
+			// time, and look at the context again.
+			if ctx.Err() != nil {
+				sum.Interrupted = true
+				break
+			}
+			asm.Expire(time.Now())
+			if time.Now().After(nextTick) {
+				nextTick = time.Now().Add(time.Second)
+				tick()
+			}
+			continue
 		}
 		if err != nil {
 			return sum, err
@@ -122,18 +184,24 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		asm.Add(&p)
 	}
 	asm.Finish()
-	sum.Capture = r.Stats()
+	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
-	sum.Problems = r.Problems()
+	if files != nil {
+		sum.Problems = files.Problems()
+	}
+	tick()
 	return sum, nil
 }
 
 // handler connects reassembly to decode and the sink.
 type handler struct {
-	sink  Sink
-	sum   *Summary
-	dopt  decode.Options
-	spans []decode.Span
+	sink      Sink
+	sum       *Summary
+	dopt      decode.Options
+	spans     []decode.Span
+	open      int // connections open now
+	requests  int64
+	responses int64
 }
 
 func where(s reassembly.Span) decode.Where {
@@ -154,6 +222,7 @@ func (h *handler) Open(rc *reassembly.Conn) {
 	c.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
 	rc.User = c
 	h.sum.Connections++
+	h.open++
 }
 
 func (h *handler) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, spans []reassembly.Span) {
@@ -179,6 +248,7 @@ func (h *handler) Closed(rc *reassembly.Conn, at reassembly.Span) {
 	c := rc.User.(*Conn)
 	h.deliver(c, c.dec.Finish())
 	c.Close = rc.Close
+	h.open--
 	c.Counters = c.dec.Counters()
 	c.ClientID, _ = c.dec.ClientID()
 	n := &c.Counters
@@ -203,6 +273,10 @@ func (h *handler) deliver(c *Conn, evs []decode.Event) {
 			h.sum.NotKafka++
 		case decode.EventTruncated:
 			h.sum.Truncated++
+		case decode.EventRequest:
+			h.requests++
+		case decode.EventResponse:
+			h.responses++
 		}
 		h.sink.Event(c, e)
 	}

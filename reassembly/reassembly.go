@@ -233,6 +233,14 @@ func (a *Assembler) Add(p *capture.Packet) {
 	}
 }
 
+// Expire gives up waiting data and closes idle connections by the given
+// time: a live capture calls it with the wall clock while no packet comes.
+func (a *Assembler) Expire(now time.Time) {
+	a.flushing = true
+	a.asm.FlushWithOptions(gpr.FlushOptions{T: now.Add(-a.opt.FlushAfter), TC: now.Add(-a.opt.IdleAfter)})
+	a.flushing = false
+}
+
 // Finish hands over all data still waiting and closes every connection.
 func (a *Assembler) Finish() {
 	a.flushing = true
