@@ -22,6 +22,9 @@ type AnalysisOptions struct {
 	UUID    UUIDForm
 	Verbose bool // table: show info findings too
 	Color   bool // table: ANSI colours (only on a terminal)
+	// OmitFindings leaves the finding lines out of ndjson: live streamed
+	// them as they were made.
+	OmitFindings bool
 }
 
 // ValidAnalyzeFormat reports whether format is one analyze writes.

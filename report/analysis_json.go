@@ -397,6 +397,9 @@ func writeAnalysisNDJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	enc.SetEscapeHTML(false)
 	doc := newAnalysisJSON(a, opt.UUID)
 	for i := range doc.Findings {
+		if opt.OmitFindings {
+			break // already streamed (live)
+		}
 		if err := enc.Encode(ndjsonFinding{"finding", &doc.Findings[i]}); err != nil {
 			return err
 		}

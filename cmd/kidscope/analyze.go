@@ -180,6 +180,8 @@ type ruleSink struct {
 	opened map[int]bool
 	// onFinding, when set, sees each finding as it is made (live).
 	onFinding func(rules.Finding)
+	// onEvent, when set, sees each decoder event (live metrics).
+	onEvent func(c *pipeline.Conn, e *decode.Event)
 }
 
 func newRuleSink(opt rules.Options) *ruleSink {
@@ -197,6 +199,9 @@ func (s *ruleSink) open(c *pipeline.Conn) {
 
 func (s *ruleSink) Event(c *pipeline.Conn, e *decode.Event) {
 	s.open(c)
+	if s.onEvent != nil {
+		s.onEvent(c, e)
+	}
 	s.deliver(s.engine.Event(c.ID, e))
 }
 

@@ -18,7 +18,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newAnalyzeCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
+	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gopacket/gopacket/layers"
+	"github.com/spf13/cobra"
+	"golang.org/x/net/bpf"
+
+	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/rules"
+)
+
+type liveFlags struct {
+	iface        string
+	duration     time.Duration
+	count        int64
+	write        string
+	writeMaxSize int64
+	ringMB       int
+	snaplen      int
+	filter       string
+	bpfRaw       string
+	metricsAddr  string
+	idle         time.Duration
+	noStatus     bool
+}
+
+func newLiveCmd() *cobra.Command {
+	var in inputFlags
+	var rf ruleFlags
+	var lf liveFlags
+	cmd := &cobra.Command{
+		Use:   "live -i IFACE",
+		Short: "Capture live on an interface, print findings as they happen, and the report when it stops",
+		Long: `live captures on a network interface (AF_PACKET, pure Go; root or CAP_NET_RAW), decodes
+Kafka and prints each finding as it is made: a line of text on a terminal, an ndjson
+"finding" object when -o ndjson or when standard output is not a terminal. A status line
+(packets, connections, findings, kernel drops) is kept on stderr on a terminal. It stops on
+Ctrl-C (SIGINT/SIGTERM), after --duration or --count, and then prints the full report of
+analyze. --write saves what it captured as pcapng for a later analyze.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLive(cmd, &in, &rf, &lf)
+		},
+	}
+	in.register(cmd, "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
+	rf.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVarP(&lf.iface, "interface", "i", "", "interface to capture on (any: all of them)")
+	fl.DurationVar(&lf.duration, "duration", 0, "stop after this long (e.g. 10m)")
+	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
+	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
+	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
+	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
+	fl.StringVarP(&lf.filter, "filter", "f", "", "capture filter in tcpdump syntax (default: TCP on the broker ports)")
+	fl.StringVar(&lf.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it, instead of --filter")
+	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
+	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
+	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
+	_ = cmd.MarkFlagRequired("interface")
+	return cmd
+}
+
+func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) error {
+	stdout := cmd.OutOrStdout()
+	onTerminal := isTerminal(stdout)
+	if !cmd.Flags().Changed("output") && !onTerminal {
+		in.output = "ndjson"
+	}
+	opt, form, err := in.options(nil)
+	if err != nil {
+		return usageError(err)
+	}
+	filter, err := rf.parse()
+	if err != nil {
+		return usageError(err)
+	}
+	if !report.ValidAnalyzeFormat(in.output) {
+		return usageError(fmt.Errorf("-o %q: live writes table, json, ndjson, csv or markdown", in.output))
+	}
+	kernelFilter, err := liveFilter(lf, opt.Reassembly.Ports)
+	if err != nil {
+		return usageError(err)
+	}
+	link, err := capture.LinkTypeOf(lf.iface)
+	if err != nil {
+		return usageError(err)
+	}
+	var rec *capture.Recorder
+	if lf.write != "" {
+		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, lf.writeMaxSize); err != nil {
+			return &exitError{code: exitBadInput, err: err}
+		}
+	}
+	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
+		Filter: kernelFilter, Record: rec})
+	if err != nil {
+		if rec != nil {
+			rec.Close()
+		}
+		return &exitError{code: exitBadInput, err: err}
+	}
+	opt.Source = src
+	opt.MaxPackets = lf.count
+	opt.Reassembly.IdleAfter = lf.idle
+
+	ctx := cmd.Context()
+	if lf.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, lf.duration)
+		defer cancel()
+	}
+
+	names := []string{lf.iface}
+	if rec != nil {
+		names = nil // frames are numbered per written file
+	}
+	sink := newRuleSink(rules.Options{Profile: filter.profile})
+	var mu sync.Mutex // the status line and the findings share the terminal
+	var findings int64
+	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
+	var metrics *liveMetrics
+	if lf.metricsAddr != "" {
+		if metrics, err = startMetrics(lf.metricsAddr); err != nil {
+			src.Close()
+			return usageError(err)
+		}
+		defer metrics.close()
+		sink.onEvent = metrics.event
+	}
+	sink.onFinding = func(f rules.Finding) {
+		if !filter.wants(&f) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		findings++
+		if metrics != nil {
+			metrics.finding(&f)
+		}
+		files := names
+		if rec != nil {
+			files = rec.Files()
+		}
+		status.clear()
+		if in.output == "ndjson" {
+			_ = report.WriteFindingLine(stdout, files, &f, form)
+		} else if f.Severity > rules.Info || rf.verbose {
+			fmt.Fprintln(stdout, report.FormatFindingText(files, &f, colorWanted(stdout)))
+		}
+	}
+	opt.OnTick = func(p pipeline.Progress) {
+		if metrics != nil {
+			metrics.progress(p)
+		}
+		if rec != nil {
+			_ = rec.Flush()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
+			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
+	}
+	sum, err := pipeline.Run(ctx, opt, sink)
+	status.clear()
+	if err != nil {
+		return &exitError{code: exitBadInput, err: err}
+	}
+	if rec != nil {
+		sum.Files = rec.Files()
+	} else {
+		sum.Files = names
+	}
+	// Ctrl-C, --duration and --count are how live is meant to stop: the
+	// report covers everything captured.
+	sum.Interrupted = false
+	res := sink.engine.Result()
+	filter.filter(&res)
+	rep := &report.Analysis{Files: sum.Files, Summary: sum, Result: res}
+	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
+		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson"})
+	if err != nil {
+		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
+	}
+	if sum.Capture.KernelDrops > 0 {
+		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
+	}
+	code := exitOK
+	if filter.failing(&res) {
+		code = exitFindings
+	}
+	return finalStatus(&sum, code)
+}
+
+// liveFilter builds the kernel filter: --bpf-raw, --filter, or TCP on the
+// broker ports.
+func liveFilter(lf *liveFlags, ports interface{ Has(uint16) bool }) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
+	if lf.bpfRaw != "" && lf.filter != "" {
+		return nil, errors.New("--filter and --bpf-raw exclude each other")
+	}
+	return nil, nil
+}
+
+// statusLine keeps one line of status at the bottom of a terminal.
+type statusLine struct {
+	w     io.Writer
+	on    bool
+	shown bool
+}
+
+func newStatusLine(w io.Writer, on bool) *statusLine { return &statusLine{w: w, on: on} }
+
+func (s *statusLine) show(text string) {
+	if !s.on {
+		return
+	}
+	fmt.Fprintf(s.w, "\r\x1b[K%s", text)
+	s.shown = true
+}
+
+func (s *statusLine) clear() {
+	if s.on && s.shown {
+		fmt.Fprint(s.w, "\r\x1b[K")
+		s.shown = false
+	}
+}
+
+// isTerminal reports whether w is a character device.
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
