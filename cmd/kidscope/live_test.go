@@ -344,3 +344,38 @@ wait:
 		}
 	}
 }
+
+// TestLiveWithoutPrivilege: as an unprivileged user, live says in one line
+// what it needs and exits 2.
+func TestLiveWithoutPrivilege(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv to run the binary as another user")
+	}
+	// The test binary's directory may not be readable by nobody: copy it.
+	dir, err := os.MkdirTemp("", "kidscope-nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "kidscope")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", bin, "live", "-i", "lo", "--duration", "1s")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2; stderr %q", err, stderr.String())
+	}
+	msg := strings.TrimSpace(stderr.String())
+	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "CAP_NET_RAW") || !strings.Contains(msg, "root") {
+		t.Errorf("want one line naming root or CAP_NET_RAW, got %q", msg)
+	}
+}
