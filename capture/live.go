@@ -42,6 +42,17 @@ type LiveOptions struct {
 	// Poll is how long Next waits for a packet before ErrNoPacket
 	// (default 100 ms).
 	Poll time.Duration
+	// Libpcap captures through libpcap instead of AF_PACKET: only in
+	// binaries built with the libpcap build tag (and cgo).
+	Libpcap bool
+}
+
+// frameSource is a capture handle of another kind than the AF_PACKET ring
+// (libpcap).
+type frameSource interface {
+	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
+	Drops() int64
+	Close()
 }
 
 // Live reads packets from a network interface through AF_PACKET (pure Go,
@@ -50,6 +61,7 @@ type Live struct {
 	name   string
 	tp     *afpacket.TPacket
 	eh     *pcapgo.EthernetHandle
+	other  frameSource
 	link   layers.LinkType
 	rec    *Recorder
 	frame  int64
@@ -102,6 +114,15 @@ func OpenLive(opt LiveOptions) (*Live, error) {
 		return nil, err
 	}
 	l := &Live{name: opt.Interface, link: link, rec: opt.Record}
+	if opt.Libpcap {
+		if l.other, err = openLibpcap(opt, prog); err != nil {
+			if isPermission(err) {
+				return nil, fmt.Errorf("capture on %s: %w", opt.Interface, ErrPermission)
+			}
+			return nil, fmt.Errorf("capture on %s: %w", opt.Interface, err)
+		}
+		return l, nil
+	}
 	if err := l.openRing(opt, prog); err != nil {
 		if isPermission(err) {
 			return nil, fmt.Errorf("capture on %s: %w", opt.Interface, ErrPermission)
@@ -226,12 +247,18 @@ func (l *Live) Next(p *Packet) error {
 		var data []byte
 		var ci gopacket.CaptureInfo
 		var err error
-		if l.tp != nil {
+		switch {
+		case l.tp != nil:
 			data, ci, err = l.tp.ZeroCopyReadPacketData()
 			if errors.Is(err, afpacket.ErrTimeout) || errors.Is(err, afpacket.ErrPoll) {
 				return ErrNoPacket
 			}
-		} else {
+		case l.other != nil:
+			data, ci, err = l.other.ZeroCopyReadPacketData()
+			if errors.Is(err, errLibpcapTimeout) {
+				return ErrNoPacket
+			}
+		default:
 			data, ci, err = l.eh.ZeroCopyReadPacketData()
 			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
 				return ErrNoPacket
@@ -281,6 +308,8 @@ func (l *Live) Stats() Stats {
 		if st, err := l.eh.Stats(); err == nil {
 			s.KernelDrops = int64(st.Drops)
 		}
+	} else if l.other != nil {
+		s.KernelDrops = l.other.Drops()
 	}
 	return s
 }
@@ -296,6 +325,9 @@ func (l *Live) Close() error {
 	}
 	if l.eh != nil {
 		l.eh.Close()
+	}
+	if l.other != nil {
+		l.other.Close()
 	}
 	if l.rec != nil {
 		return l.rec.Close()

@@ -25,6 +25,12 @@ if [[ ${STATICCHECK:-1} != 0 ]]; then
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 fi
 
+if [[ ${LIBPCAP:-auto} != 0 ]] && [[ -e /usr/include/pcap.h ]]; then
+	echo "== the libpcap build (-tags libpcap)"
+	go vet -tags libpcap ./capture
+	CGO_ENABLED=1 go build -tags libpcap -o /dev/null ./cmd/kidscope
+fi
+
 echo "== go test"
 go test -count=1 ./...
 

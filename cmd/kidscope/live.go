@@ -32,6 +32,7 @@ type liveFlags struct {
 	metricsAddr  string
 	idle         time.Duration
 	noStatus     bool
+	libpcap      bool
 }
 
 func newLiveCmd() *cobra.Command {
@@ -67,6 +68,7 @@ analyze. --write saves what it captured as pcapng for a later analyze.`,
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
+	fl.BoolVar(&lf.libpcap, "libpcap", false, "capture through libpcap (only in binaries built with -tags libpcap)")
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -103,7 +105,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 	}
 	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
-		Filter: kernelFilter, Record: rec})
+		Filter: kernelFilter, Record: rec, Libpcap: lf.libpcap})
 	if err != nil {
 		if rec != nil {
 			rec.Close()
