@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# live-bench.sh [RATE...]: kidscope live beside tcpdump -w /dev/null on the
+# same loopback traffic (internal/loadloop) at each packet rate; prints, per
+# rate, the packets each captured, kernel drops, and CPU use (user+system
+# seconds over the run, as % of one core). Needs root.
+#   DURATION=20s scripts/live-bench.sh 20000 50000 100000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-20s}
+RATES=("$@")
+[[ ${#RATES[@]} -gt 0 ]] || RATES=(20000 50000 100000 200000)
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+go build -o "$W/kidscope" ./cmd/kidscope
+go build -o "$W/loadloop" ./internal/loadloop
+secs=${DURATION%s}
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # clock ticks
+hz=$(getconf CLK_TCK)
+printf '| rate asked (pkt/s) | rate sent (pkt/s) | kidscope packets | kidscope drops | kidscope CPU | tcpdump packets | tcpdump drops | tcpdump CPU |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n'
+for rate in "${RATES[@]}"; do
+	"$W/kidscope" live -i lo -p 29092 -o ndjson --no-status --duration $((secs + 3))s >"$W/k.ndjson" 2>"$W/k.err" &
+	kpid=$!
+	tcpdump -i lo -n -w /dev/null 'tcp port 29092' 2>"$W/t.err" &
+	tpid=$!
+	sleep 1
+	sent=$("$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns 20 | sed 's/.*rate=\([0-9]*\).*/\1/')
+	kcpu=$(cpu $kpid); tcpu=$(cpu $tpid)
+	kill -INT $tpid; wait $tpid || true
+	wait $kpid || true
+	read -r kp kd < <(tail -1 "$W/k.ndjson" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["packets"], d.get("kernel_drops", 0))')
+	tp=$(sed -n 's/^\([0-9]*\) packets captured.*/\1/p' "$W/t.err")
+	td=$(sed -n 's/^\([0-9]*\) packets dropped by kernel.*/\1/p' "$W/t.err")
+	printf '| %s | %s | %s | %s | %.1f%% | %s | %s | %.1f%% |\n' "$rate" "$((sent * 2))" "$kp" "$kd" \
+		"$(echo "$kcpu * 100 / $hz / ($secs + 1)" | bc -l)" "$tp" "$td" "$(echo "$tcpu * 100 / $hz / ($secs + 1)" | bc -l)"
+done
