@@ -27,5 +27,5 @@
 // copying: a file is read on only after its last packet was handed out, at
 // the next call to Next, so that packet's bytes stay valid until then.
 //
-// Live capture and the capture filter, when they come, belong here too.
+// Live capture and the capture filter, in capture/filter, belong here too.
 package capture

@@ -65,6 +65,7 @@ type Reader struct {
 	stats    Stats
 	problems []error
 	read     atomic.Int64 // file bytes consumed, over all inputs
+	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 }
 
 // packetSource is what both pcapgo readers offer.
@@ -316,6 +317,10 @@ func (r *Reader) advance(s *source) bool {
 					link = lt
 				}
 			}
+		}
+		if r.filter.f != nil && !r.filter.accept(link, data) {
+			r.stats.Filtered++
+			continue
 		}
 		v, info := decodeFrame(link, data, &s.tcp, &s.head.Network)
 		switch v {
