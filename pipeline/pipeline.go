@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/reassembly"
 )
@@ -19,6 +20,9 @@ type Options struct {
 	Stdin io.Reader // read for "-"
 	// Source, when set, is read instead of Files (a live capture).
 	Source Source
+	// Filter, when set, selects the frames of Files to read (a live
+	// Source filters in the kernel instead).
+	Filter *filter.Filter
 	// MaxPackets stops the run after that many frames (0: no limit).
 	MaxPackets int64
 	// OnTick, when set, is called about once a second of wall time.
@@ -127,6 +131,9 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		}
 		sum.Files = r.Files()
 		src, files = r, r
+		if opt.Filter != nil {
+			r.SetFilter(opt.Filter)
+		}
 	}
 	defer src.Close()
 	h := &handler{sink: sink, sum: &sum, dopt: opt.Decode}

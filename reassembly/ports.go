@@ -83,3 +83,17 @@ func (p Ports) brokerIsDst(tcp *layers.TCP) bool {
 	}
 	return tcp.DstPort <= tcp.SrcPort
 }
+
+// List returns the ports in the set, ascending (none for Auto alone).
+func (p Ports) List() []uint16 {
+	var out []uint16
+	if p.set == nil {
+		return nil
+	}
+	for q := 1; q <= 65535; q++ {
+		if p.Has(uint16(q)) {
+			out = append(out, uint16(q))
+		}
+	}
+	return out
+}

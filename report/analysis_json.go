@@ -60,6 +60,7 @@ type summaryJSON struct {
 	TruncatedStreams   int64    `json:"truncated_streams"`
 	ConnectionsDropped int64    `json:"connections_dropped"`
 	KernelDrops        int64    `json:"kernel_drops"`
+	Filtered           int64    `json:"filtered"`
 	Problems           []string `json:"problems"`
 	Interrupted        bool     `json:"interrupted"`
 }
@@ -321,8 +322,8 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		Gaps: s.Gaps, Resyncs: s.Resyncs, Malformed: s.Malformed, MalformedPackets: s.Capture.Malformed,
 		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
-		KernelDrops: s.Capture.KernelDrops,
-		Problems:    []string{}, Interrupted: s.Interrupted,
+		KernelDrops: s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
+		Problems: []string{}, Interrupted: s.Interrupted,
 	}
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())

@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/kidscope/kidscope/capture/filter"
 )
 
 // expectation is the part of a scenario's NAME.expect.json this test reads.
@@ -221,5 +225,52 @@ func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 	}
 	if _, stderr, code := runKidscope(t, "analyze", "no-such-file.pcap"); code != 2 || !strings.Contains(stderr, "no-such-file.pcap") {
 		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
+
+// TestCaptureFilterFlags: --filter and --bpf-raw select frames of files the
+// same way, and a bad filter is one error line.
+func TestCaptureFilterFlags(t *testing.T) {
+	capture := "../../samples/captures/profile-auto-mix.pcapng"
+	clients := func(args ...string) map[string]bool {
+		out, stderr, code := runKidscope(t, append(append([]string{"frames", "-o", "csv"}, args...), capture)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		got := map[string]bool{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			got[strings.Split(line, ",")[2]] = true
+		}
+		return got
+	}
+	all := clients()
+	if len(all) < 3 {
+		t.Fatalf("the capture has %d clients", len(all))
+	}
+	one := clients("-f", "host 10.0.1.20 and tcp port 9092")
+	if len(one) != 1 || !one["10.0.1.20:50110"] {
+		t.Errorf("-f host: clients %v", one)
+	}
+	prog, err := filter.Compile("host 10.0.1.21", layers.LinkTypeEthernet, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := prog.Raw()
+	text := fmt.Sprintf("%d\n", len(raw))
+	for _, r := range raw {
+		text += fmt.Sprintf("%d %d %d %d\n", r.Op, r.Jt, r.Jf, r.K)
+	}
+	rawFile := filepath.Join(t.TempDir(), "prog.ddd")
+	if err := os.WriteFile(rawFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{text, rawFile} {
+		got := clients("--bpf-raw", arg)
+		if len(got) != 1 || !got["10.0.1.21:44782"] {
+			t.Errorf("--bpf-raw: clients %v", got)
+		}
+	}
+	if _, stderr, code := runKidscope(t, "analyze", "-f", "port x", capture); code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "position 6") {
+		t.Errorf("bad filter: exit %d, %q", code, stderr)
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
@@ -19,6 +22,8 @@ type inputFlags struct {
 	output         string
 	maxConnections int
 	maxBufferPages int
+	filter         string
+	bpfRaw         string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -29,6 +34,30 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+outputs)
 	fl.IntVar(&f.maxConnections, "max-connections", 100000, "most connections tracked at once; more are ignored and counted")
 	fl.IntVar(&f.maxBufferPages, "max-buffer", 65536, "most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap")
+	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
+	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
+}
+
+// captureFilter builds the --filter or --bpf-raw filter; nil when neither
+// is given.
+func (f *inputFlags) captureFilter() (*filter.Filter, error) {
+	switch {
+	case f.filter != "" && f.bpfRaw != "":
+		return nil, errors.New("--filter and --bpf-raw exclude each other")
+	case f.filter != "":
+		return filter.New(f.filter, 0)
+	case f.bpfRaw != "":
+		text := f.bpfRaw
+		if b, err := os.ReadFile(text); err == nil {
+			text = string(b)
+		}
+		raw, err := filter.ParseRaw(text)
+		if err != nil {
+			return nil, fmt.Errorf("--bpf-raw: %w", err)
+		}
+		return filter.NewRaw(raw)
+	}
+	return nil, nil
 }
 
 // options turns the flags into pipeline options.
@@ -50,8 +79,13 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		}
 		table = table.WithHeaderV3(key, ver)
 	}
+	flt, err := f.captureFilter()
+	if err != nil {
+		return opt, form, err
+	}
 	opt = pipeline.Options{
-		Files: files,
+		Files:  files,
+		Filter: flt,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages},
 		Decode: decode.Options{Table: table},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +13,9 @@ import (
 	"golang.org/x/net/bpf"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -27,8 +28,6 @@ type liveFlags struct {
 	writeMaxSize int64
 	ringMB       int
 	snaplen      int
-	filter       string
-	bpfRaw       string
 	metricsAddr  string
 	idle         time.Duration
 	noStatus     bool
@@ -63,8 +62,6 @@ analyze. --write saves what it captured as pcapng for a later analyze.`,
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
 	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
-	fl.StringVarP(&lf.filter, "filter", "f", "", "capture filter in tcpdump syntax (default: TCP on the broker ports)")
-	fl.StringVar(&lf.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it, instead of --filter")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
@@ -90,10 +87,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if !report.ValidAnalyzeFormat(in.output) {
 		return usageError(fmt.Errorf("-o %q: live writes table, json, ndjson, csv or markdown", in.output))
 	}
-	kernelFilter, err := liveFilter(lf, opt.Reassembly.Ports)
+	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports)
 	if err != nil {
 		return usageError(err)
 	}
+	opt.Filter = nil // the kernel runs it
 	link, err := capture.LinkTypeOf(lf.iface)
 	if err != nil {
 		return usageError(err)
@@ -105,7 +103,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 	}
 	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
-		Filter: kernelFilter, Record: rec, Libpcap: lf.libpcap})
+		Filter: kfilter, Record: rec, Libpcap: lf.libpcap})
 	if err != nil {
 		if rec != nil {
 			rec.Close()
@@ -204,13 +202,16 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	return finalStatus(&sum, code)
 }
 
-// liveFilter builds the kernel filter: --bpf-raw, --filter, or TCP on the
-// broker ports.
-func liveFilter(lf *liveFlags, ports interface{ Has(uint16) bool }) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
-	if lf.bpfRaw != "" && lf.filter != "" {
-		return nil, errors.New("--filter and --bpf-raw exclude each other")
+// kernelFilter is the filter live runs in the kernel: --filter or
+// --bpf-raw, else TCP on the broker ports.
+func kernelFilter(flt *filter.Filter, ports reassembly.Ports) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
+	if flt == nil {
+		var err error
+		if flt, err = filter.New(filter.Default(ports.List()), 0); err != nil {
+			return nil, err
+		}
 	}
-	return nil, nil
+	return flt.RawFor, nil
 }
 
 // statusLine keeps one line of status at the bottom of a terminal.
