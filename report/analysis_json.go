@@ -46,21 +46,25 @@ type summaryJSON struct {
 	Responses          int64          `json:"responses"`
 	FindingsBySeverity severityCounts `json:"findings_by_severity"`
 	// Extras.
-	First              *string  `json:"first"`
-	Last               *string  `json:"last"`
-	Gaps               int64    `json:"gaps"`
-	Resyncs            int64    `json:"resyncs"`
-	Malformed          int64    `json:"malformed"`
-	MalformedPackets   int64    `json:"malformed_packets"`
-	CutPackets         int64    `json:"cut_packets"`
-	NotKafka           int64    `json:"not_kafka"`
-	Unanswered         int64    `json:"unanswered"`
-	Unmatched          int64    `json:"unmatched"`
-	UnknownAPI         int64    `json:"unknown_api"`
-	TruncatedStreams   int64    `json:"truncated_streams"`
-	ConnectionsDropped int64    `json:"connections_dropped"`
-	KernelDrops        int64    `json:"kernel_drops"`
-	Filtered           int64    `json:"filtered"`
+	First              *string `json:"first"`
+	Last               *string `json:"last"`
+	Gaps               int64   `json:"gaps"`
+	Resyncs            int64   `json:"resyncs"`
+	Malformed          int64   `json:"malformed"`
+	MalformedPackets   int64   `json:"malformed_packets"`
+	CutPackets         int64   `json:"cut_packets"`
+	NotKafka           int64   `json:"not_kafka"`
+	Unanswered         int64   `json:"unanswered"`
+	Unmatched          int64   `json:"unmatched"`
+	UnknownAPI         int64   `json:"unknown_api"`
+	TruncatedStreams   int64   `json:"truncated_streams"`
+	ConnectionsDropped int64   `json:"connections_dropped"`
+	KernelDrops        int64   `json:"kernel_drops"`
+	Filtered           int64   `json:"filtered"`
+	// What the report's caps left out (a long live run).
+	DroppedConnections int64    `json:"dropped_connections"`
+	DroppedFindings    int64    `json:"dropped_findings"`
+	DroppedInstances   int64    `json:"dropped_instances"`
 	Problems           []string `json:"problems"`
 	Interrupted        bool     `json:"interrupted"`
 }
@@ -323,7 +327,9 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
 		KernelDrops: s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
-		Problems: []string{}, Interrupted: s.Interrupted,
+		DroppedConnections: a.Result.Dropped.Connections, DroppedFindings: a.Result.Dropped.Findings,
+		DroppedInstances: a.Result.Dropped.Instances,
+		Problems:         []string{}, Interrupted: s.Interrupted,
 	}
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())

@@ -9,9 +9,33 @@ import (
 	"github.com/kidscope/kidscope/decode"
 )
 
-// Options configure the engine.
+// Options configure the engine. The caps bound what a long run keeps for
+// its report (a live capture can run for days); what they leave out is
+// counted in the Result. Zero values take the defaults.
 type Options struct {
 	Profile ProfileChoice
+	// MaxConnections is how many closed connections the connections table
+	// keeps, the most recent (default 20 000).
+	MaxConnections int
+	// MaxInstances is how many client instance IDs the inventory keeps,
+	// the most recently seen (default 20 000).
+	MaxInstances int
+	// MaxFindings is how many findings the report keeps, the first ones
+	// (default 50 000); every finding is still counted by severity.
+	MaxFindings int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 20000
+	}
+	if o.MaxInstances <= 0 {
+		o.MaxInstances = 20000
+	}
+	if o.MaxFindings <= 0 {
+		o.MaxFindings = 50000
+	}
+	return o
 }
 
 // ConnInfo identifies a connection when it opens.
@@ -43,15 +67,19 @@ type Engine struct {
 	tele      telemetryState
 	groups    groupState
 	instances map[decode.UUID]*instanceState
+	seq       int64 // requests carrying an instance ID, for eviction order
 	splits    map[splitKey]bool
 	brokers   map[netip.AddrPort]*brokerState
 	closed    []Connection
+	// What the caps left out, and every finding's severity.
+	droppedConns, droppedFindings, droppedInstances int64
+	bySeverity                                      [3]int64
 }
 
 // New returns an engine.
 func New(opt Options) *Engine {
 	return &Engine{
-		opt:       opt,
+		opt:       opt.withDefaults(),
 		conns:     map[int]*connState{},
 		tele:      newTelemetryState(),
 		groups:    newGroupState(),
@@ -290,6 +318,13 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	if !cs.decided && e.opt.Profile == ProfileAuto && !(!cs.sawF && cs.oldClient.done) {
 		conn.Profile = ProfileNone
 	}
+	if len(e.closed) >= e.opt.MaxConnections {
+		// Keep the most recent: drop the oldest half at once, so that the
+		// copy is paid rarely.
+		drop := len(e.closed) / 2
+		e.closed = e.closed[:copy(e.closed, e.closed[drop:])]
+		e.droppedConns += int64(drop)
+	}
 	e.closed = append(e.closed, conn)
 	e.tele.forget(connID)
 	e.groups.forget(connID)
@@ -426,7 +461,12 @@ func (e *Engine) emit(cs *connState, f Finding) {
 	if f.Message == "" {
 		f.Message = message(&f)
 	}
-	e.findings = append(e.findings, f)
+	e.bySeverity[f.Severity]++
+	if len(e.findings) < e.opt.MaxFindings {
+		e.findings = append(e.findings, f)
+	} else {
+		e.droppedFindings++
+	}
 	e.out = append(e.out, f)
 }
 
@@ -461,6 +501,8 @@ func (e *Engine) Result() Result {
 	})
 	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
 	res.Instances = e.instanceList()
+	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.droppedInstances}
+	res.FindingsBySeverity = e.bySeverity
 	res.Brokers = e.brokerList()
 	res.Matrix = e.matrix(res.Connections, res.Brokers)
 	return res

@@ -445,3 +445,31 @@ func TestConnectionsTable(t *testing.T) {
 		t.Errorf("instances %+v", res.Instances)
 	}
 }
+
+// TestCapsBoundTheReport: beyond the caps the engine keeps the most recent
+// connections and instances and the first findings, and counts the rest.
+func TestCapsBoundTheReport(t *testing.T) {
+	s := newScript(t, Options{MaxConnections: 4, MaxInstances: 4, MaxFindings: 3})
+	for i := 1; i <= 10; i++ {
+		c := s.open(i, fmt.Sprintf("10.0.0.%d:5000", i), "10.0.0.99:9092", false)
+		id := decode.UUID{byte(i), 1}
+		c.ok(apiVersions, 3, with(id), nil)
+		c.ok(metadata, 12, with(id), nil)
+		c.ok(metadata, 12, with(idB), nil) // header-id-changed
+		c.close(false)
+	}
+	res := s.done()
+	if len(res.Connections) > 4 || res.Connections[len(res.Connections)-1].ID != 10 {
+		t.Errorf("connections kept: %d, last %d", len(res.Connections), res.Connections[len(res.Connections)-1].ID)
+	}
+	if int64(len(res.Connections))+res.Dropped.Connections != 10 {
+		t.Errorf("kept %d + dropped %d connections, want 10", len(res.Connections), res.Dropped.Connections)
+	}
+	total := res.FindingsBySeverity[Error] + res.FindingsBySeverity[Warning] + res.FindingsBySeverity[Info]
+	if len(res.Findings) != 3 || res.Dropped.Findings != total-3 || res.FindingsBySeverity[Error] != 10 {
+		t.Errorf("findings kept %d, dropped %d, errors counted %d", len(res.Findings), res.Dropped.Findings, res.FindingsBySeverity[Error])
+	}
+	if len(res.Instances) > 4 || res.Dropped.Instances == 0 {
+		t.Errorf("instances kept %d, dropped %d", len(res.Instances), res.Dropped.Instances)
+	}
+}

@@ -13,11 +13,13 @@ const errMemberIDRequired = 79
 type groupState struct {
 	// required maps (client instance, group) to the member ID a
 	// MEMBER_ID_REQUIRED answer assigned, and where.
-	required map[string]assigned
+	required bounded[string, assigned]
 	// members maps (connection, group) to the member ID last used.
 	members map[string]string
 	// joins remembers JoinGroup requests by connection and correlation ID.
 	joins map[askKey]joinRequest
+	// connRequired lists each open connection's keys in required.
+	connRequired map[int][]string
 }
 
 type assigned struct {
@@ -32,7 +34,8 @@ type joinRequest struct {
 }
 
 func newGroupState() groupState {
-	return groupState{required: map[string]assigned{}, members: map[string]string{}, joins: map[askKey]joinRequest{}}
+	return groupState{required: newBounded[string, assigned](), members: map[string]string{}, joins: map[askKey]joinRequest{},
+		connRequired: map[int][]string{}}
 }
 
 func groupKey(client, group string) string { return client + "\x00" + group }
@@ -51,13 +54,13 @@ func (g *groupState) request(cs *connState, ev *decode.Event, x headerID) []cand
 			keys = append(keys, groupKey(headerKey(id), m.Body.GroupID))
 		}
 		for _, k := range keys {
-			a, ok := g.required[k]
+			a, ok := g.required.get(k)
 			if !ok {
 				continue
 			}
 			// This is the client's next JoinGroup for the group.
 			for _, k := range keys {
-				delete(g.required, k)
+				g.required.delete(k)
 			}
 			if m.Body.MemberID != a.member {
 				return []cand{{rule: JoinMemberIDNotUsed, expected: "member ID " + quote(a.member), seen: "member ID " + quote(m.Body.MemberID),
@@ -106,9 +109,11 @@ func (g *groupState) response(cs *connState, ev *decode.Event) []cand {
 			return nil
 		}
 		a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}
-		g.required[groupKey(connKey(cs.info.ID), req.group)] = a
+		ck := groupKey(connKey(cs.info.ID), req.group)
+		g.required.set(ck, a)
+		g.connRequired[cs.info.ID] = append(g.connRequired[cs.info.ID], ck)
 		if id, ok := linkID(cs, req.header); ok {
-			g.required[groupKey(headerKey(id), req.group)] = a
+			g.required.set(groupKey(headerKey(id), req.group), a)
 		}
 		if req.version <= 3 {
 			return []cand{{rule: JoinMemberIDRequiredOldVersion, expected: "JoinGroup v4+ for MEMBER_ID_REQUIRED",
@@ -120,13 +125,11 @@ func (g *groupState) response(cs *connState, ev *decode.Event) []cand {
 
 // forget drops what was kept for a closed connection.
 func (g *groupState) forget(conn int) {
-	prefix := connKey(conn) + "\x00"
-	for k := range g.required {
-		if strings.HasPrefix(k, prefix) {
-			delete(g.required, k)
-		}
+	for _, k := range g.connRequired[conn] {
+		g.required.delete(k)
 	}
-	prefix = strconv.Itoa(conn) + "\x00"
+	delete(g.connRequired, conn)
+	prefix := strconv.Itoa(conn) + "\x00"
 	for k := range g.members {
 		if strings.HasPrefix(k, prefix) {
 			delete(g.members, k)

@@ -17,7 +17,29 @@ type instanceState struct {
 	brokers     map[netip.AddrPort]bool
 	conns       map[int]bool
 	first, last decode.Where
-	shared      bool // instance-id-shared was reported
+	seq         int64 // when it was last seen, in requests
+	shared      bool  // instance-id-shared was reported
+}
+
+// maxPerInstance caps each list an instance keeps (client IDs, addresses,
+// brokers, connections): a long capture must not grow them without end.
+const maxPerInstance = 64
+
+// evictInstances forgets the least recently seen quarter of the
+// instances, when the inventory is full.
+func (e *Engine) evictInstances() {
+	seqs := make([]int64, 0, len(e.instances))
+	for _, in := range e.instances {
+		seqs = append(seqs, in.seq)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	cut := seqs[len(seqs)/4]
+	for id, in := range e.instances {
+		if in.seq <= cut {
+			delete(e.instances, id)
+			e.droppedInstances++
+		}
+	}
 }
 
 // splitKey names a pair of instance IDs of one client (IP and ClientId).
@@ -35,19 +57,28 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 	}
 	in := e.instances[x.id]
 	if in == nil {
+		if len(e.instances) >= e.opt.MaxInstances {
+			e.evictInstances()
+		}
 		in = &instanceState{id: x.id, clientIDs: map[string]bool{}, addrs: map[netip.Addr]Frame{},
 			brokers: map[netip.AddrPort]bool{}, conns: map[int]bool{}, first: ev.At, firstAddr: cs.info.Key.Client.Addr()}
 		e.instances[x.id] = in
 	}
 	in.last = ev.At
-	if cs.clientID != "" {
+	in.seq = e.seq
+	e.seq++
+	if cs.clientID != "" && len(in.clientIDs) < maxPerInstance {
 		in.clientIDs[cs.clientID] = true
 	}
-	in.brokers[cs.info.Key.Broker] = true
-	in.conns[cs.info.ID] = true
+	if len(in.brokers) < maxPerInstance {
+		in.brokers[cs.info.Key.Broker] = true
+	}
+	if len(in.conns) < maxPerInstance {
+		in.conns[cs.info.ID] = true
+	}
 	var out []cand
 	addr := cs.info.Key.Client.Addr()
-	if _, ok := in.addrs[addr]; !ok {
+	if _, ok := in.addrs[addr]; !ok && len(in.addrs) < maxPerInstance {
 		in.addrs[addr] = frameOf(ev.At)
 		if len(in.addrs) > 1 && !in.shared {
 			in.shared = true
@@ -99,10 +130,8 @@ func (e *Engine) instanceList() []Instance {
 			i.Connections = append(i.Connections, c)
 		}
 		sort.Ints(i.Connections)
-		for k, g := range e.tele.got {
-			if k == headerKey(in.id) && !contains(uuidStrings(i.TelemetryIDs), g.id.String()) {
-				i.TelemetryIDs = append(i.TelemetryIDs, g.id)
-			}
+		if g, ok := e.tele.got.get(headerKey(in.id)); ok {
+			i.TelemetryIDs = append(i.TelemetryIDs, g.id)
 		}
 		out = append(out, i)
 	}
@@ -112,14 +141,6 @@ func (e *Engine) instanceList() []Instance {
 		}
 		return out[a].First.Frame < out[b].First.Frame
 	})
-	return out
-}
-
-func uuidStrings(ids []decode.UUID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = id.String()
-	}
 	return out
 }
 

@@ -201,4 +201,16 @@ type Result struct {
 	Matrix      Matrix
 	// Start and End of the traffic seen.
 	Start, End time.Time
+	// FindingsBySeverity counts every finding made, kept or not, by
+	// Severity (before any filtering by the caller).
+	FindingsBySeverity [3]int64
+	// Dropped is what the engine's caps left out of this Result.
+	Dropped Dropped
+}
+
+// Dropped counts what the caps of Options left out of a Result.
+type Dropped struct {
+	Connections int64 // oldest rows of the connections table
+	Findings    int64 // findings after the first MaxFindings
+	Instances   int64 // least recently seen client instances
 }

@@ -12,12 +12,12 @@ type telemetryState struct {
 	// got maps a client instance (a connection, "c:ID", or a header
 	// instance ID linking connections, "h:UUID") to the telemetry ID it got
 	// and where.
-	got map[string]gotID
+	got bounded[string, gotID]
 	// known are the IDs a GetTelemetrySubscriptions exchange assigned or
 	// accepted, and where.
-	known map[decode.UUID]Frame
+	known bounded[decode.UUID, Frame]
 	// terminated are IDs a terminating push used, and where.
-	terminated map[decode.UUID]Frame
+	terminated bounded[decode.UUID, Frame]
 	// asked remembers, per connection and correlation ID, what a
 	// GetTelemetrySubscriptions request sent, for its response.
 	asked map[askKey]teleRequest
@@ -43,8 +43,8 @@ type teleRequest struct {
 }
 
 func newTelemetryState() telemetryState {
-	return telemetryState{got: map[string]gotID{}, known: map[decode.UUID]Frame{},
-		terminated: map[decode.UUID]Frame{}, asked: map[askKey]teleRequest{}}
+	return telemetryState{got: newBounded[string, gotID](), known: newBounded[decode.UUID, Frame](),
+		terminated: newBounded[decode.UUID, Frame](), asked: map[askKey]teleRequest{}}
 }
 
 func connKey(id int) string            { return "c:" + strconv.Itoa(id) }
@@ -94,17 +94,17 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 		if ident.IsReserved() {
 			out = append(out, cand{rule: TelemetryPushReservedID, expected: "a non-reserved ID", seen: zeroOrText(ident)})
 		} else {
-			if f, ok := t.terminated[ident]; ok {
+			if f, ok := t.terminated.get(ident); ok {
 				out = append(out, cand{rule: TelemetryPushAfterTerminate, expected: "no push after the terminating one",
 					seen: "push for " + ident.String(), related: []Frame{f}})
 			}
-			if _, ok := t.known[ident]; !ok {
+			if _, ok := t.known.get(ident); !ok {
 				out = append(out, cand{rule: TelemetryPushUnknownID, expected: "an ID a GetTelemetrySubscriptions exchange produced",
 					seen: ident.String()})
 			}
 			if m.Body.Terminating {
-				if _, ok := t.terminated[ident]; !ok {
-					t.terminated[ident] = at
+				if _, ok := t.terminated.get(ident); !ok {
+					t.terminated.set(ident, at)
 				}
 			}
 		}
@@ -119,7 +119,7 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 // gotFor returns the telemetry ID the client instance got: on this
 // connection, or on one linked to it by the same header ID.
 func (t *telemetryState) gotFor(cs *connState, x headerID) (gotID, bool) {
-	if g, ok := t.got[connKey(cs.info.ID)]; ok {
+	if g, ok := t.got.get(connKey(cs.info.ID)); ok {
 		return g, true
 	}
 	id, has := x.id, x.carries
@@ -127,8 +127,7 @@ func (t *telemetryState) gotFor(cs *connState, x headerID) (gotID, bool) {
 		id, has = cs.firstID, cs.hasFirstID
 	}
 	if has {
-		g, ok := t.got[headerKey(id)]
-		return g, ok
+		return t.got.get(headerKey(id))
 	}
 	return gotID{}, false
 }
@@ -170,12 +169,12 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	}
 	if !got.IsReserved() {
 		at := frameOf(ev.At)
-		t.known[got] = at
-		t.got[connKey(cs.info.ID)] = gotID{got, at}
+		t.known.set(got, at)
+		t.got.set(connKey(cs.info.ID), gotID{got, at})
 		if req.h.carries {
-			t.got[headerKey(req.h.id)] = gotID{got, at}
+			t.got.set(headerKey(req.h.id), gotID{got, at})
 		} else if cs.hasFirstID {
-			t.got[headerKey(cs.firstID)] = gotID{got, at}
+			t.got.set(headerKey(cs.firstID), gotID{got, at})
 		}
 	}
 	return out
@@ -183,7 +182,7 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 
 // forget drops what was kept for a closed connection.
 func (t *telemetryState) forget(conn int) {
-	delete(t.got, connKey(conn))
+	t.got.delete(connKey(conn))
 	for k := range t.asked {
 		if k.conn == conn {
 			delete(t.asked, k)

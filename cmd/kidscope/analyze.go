@@ -113,6 +113,14 @@ func (rf *ruleFilter) failing(res *rules.Result) bool {
 	if rf.failNone {
 		return false
 	}
+	if res.Dropped.Findings > 0 && rf.keep == nil && rf.skip == nil {
+		// Findings past the cap are gone from the list but still counted.
+		for s := rf.failOn; s <= rules.Error; s++ {
+			if res.FindingsBySeverity[s] > 0 {
+				return true
+			}
+		}
+	}
 	for _, f := range res.Findings {
 		if f.Severity >= rf.failOn {
 			return true

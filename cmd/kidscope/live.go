@@ -32,6 +32,7 @@ type liveFlags struct {
 	idle         time.Duration
 	noStatus     bool
 	libpcap      bool
+	debugPprof   bool
 }
 
 func newLiveCmd() *cobra.Command {
@@ -66,6 +67,8 @@ analyze. --write saves what it captured as pcapng for a later analyze.`,
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
 	fl.BoolVar(&lf.libpcap, "libpcap", false, "capture through libpcap (only in binaries built with -tags libpcap)")
+	fl.BoolVar(&lf.debugPprof, "debug-pprof", false, "also serve Go's profiler under /debug/pprof/ on --metrics-addr")
+	_ = fl.MarkHidden("debug-pprof")
 	_ = cmd.MarkFlagRequired("interface")
 	return cmd
 }
@@ -131,7 +134,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
 	var metrics *liveMetrics
 	if lf.metricsAddr != "" {
-		if metrics, err = startMetrics(lf.metricsAddr); err != nil {
+		if metrics, err = startMetrics(lf.metricsAddr, lf.debugPprof); err != nil {
 			src.Close()
 			return usageError(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +33,7 @@ type liveMetrics struct {
 	seen      map[decode.UUID]bool
 }
 
-func startMetrics(addr string) (*liveMetrics, error) {
+func startMetrics(addr string, debug bool) (*liveMetrics, error) {
 	reg := prometheus.NewRegistry()
 	m := &liveMetrics{
 		packets: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kidscope_packets_total",
@@ -60,6 +61,12 @@ func startMetrics(addr string) (*liveMetrics, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if debug {
+		// Go's profiler, for finding where time or memory goes in a
+		// long-running capture (hidden flag --debug-pprof).
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
