@@ -110,11 +110,14 @@ type Source interface {
 // Progress is what OnTick reports of a run so far.
 type Progress struct {
 	Packets, Bytes int64
-	KernelDrops    int64
-	Connections    int64 // connections that carried data so far
-	Open           int   // connections open now
-	Requests       int64
-	Responses      int64
+	// FileBytes is how much of the input files was read (compressed bytes
+	// for gzip), for a progress bar against their sizes.
+	FileBytes   int64
+	KernelDrops int64
+	Connections int64 // connections that carried data so far
+	Open        int   // connections open now
+	Requests    int64
+	Responses   int64
 }
 
 // Run reads the inputs to the end (or until ctx is done, or MaxPackets)
@@ -145,8 +148,12 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 			return
 		}
 		st := src.Stats()
-		opt.OnTick(Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
-			Connections: sum.Connections, Open: h.open, Requests: h.requests, Responses: h.responses})
+		p := Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
+			Connections: sum.Connections, Open: h.open, Requests: h.requests, Responses: h.responses}
+		if files != nil {
+			p.FileBytes = files.BytesRead()
+		}
+		opt.OnTick(p)
 	}
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {

@@ -157,8 +157,13 @@ unreadable input; 130 interrupted.`,
 				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv or markdown", format))
 			}
 			opt.Stdin = cmd.InOrStdin()
+			bar := newProgressBar(files, in.noProgress)
+			if bar != nil {
+				opt.OnTick = bar.tick
+			}
 			sink := newRuleSink(rules.Options{Profile: filter.profile})
 			sum, err := pipeline.Run(cmd.Context(), opt, sink)
+			bar.clear()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}

@@ -24,6 +24,8 @@ type inputFlags struct {
 	maxBufferPages int
 	filter         string
 	bpfRaw         string
+	noProgress     bool
+	maxFrame       int
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -35,6 +37,8 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.IntVar(&f.maxConnections, "max-connections", 100000, "most connections tracked at once; more are ignored and counted")
 	fl.IntVar(&f.maxBufferPages, "max-buffer", 65536, "most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap")
 	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
+	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
 }
 
@@ -88,7 +92,7 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		Filter: flt,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages},
-		Decode: decode.Options{Table: table},
+		Decode: decode.Options{Table: table, MaxFrameSize: int32(min(f.maxFrame, 1<<30))},
 	}
 	return opt, form, nil
 }

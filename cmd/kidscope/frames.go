@@ -28,12 +28,17 @@ Several files are merged in time order; "-" reads standard input.`,
 				return usageError(err)
 			}
 			opt.Stdin = cmd.InOrStdin()
+			bar := newProgressBar(files, in.noProgress)
+			if bar != nil {
+				opt.OnTick = bar.tick
+			}
 			w, err := report.NewFramesWriter(cmd.OutOrStdout(), in.output)
 			if err != nil {
 				return usageError(err)
 			}
 			sink := &framesSink{w: w, form: form, names: displayNames(files)}
 			sum, err := pipeline.Run(cmd.Context(), opt, sink)
+			bar.clear()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
