@@ -269,3 +269,24 @@ func ipv6(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, i
 	*flow = gopacket.NewFlow(layers.EndpointIPv6, src, dst)
 	return rest, plen, isTCP, info
 }
+
+// count adds a decoded frame to the counters and reports whether it is a
+// TCP segment to hand on.
+func (s *Stats) count(v verdict, info frameInfo) bool {
+	switch v {
+	case notTCP:
+		s.NotTCP++
+		return false
+	case isMalformed:
+		s.Malformed++
+		return false
+	}
+	s.TCP++
+	if info.padded {
+		s.Padded++
+	}
+	if info.cut {
+		s.Cut++
+	}
+	return true
+}

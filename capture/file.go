@@ -323,20 +323,8 @@ func (r *Reader) advance(s *source) bool {
 			continue
 		}
 		v, info := decodeFrame(link, data, &s.tcp, &s.head.Network)
-		switch v {
-		case notTCP:
-			r.stats.NotTCP++
+		if !r.stats.count(v, info) {
 			continue
-		case isMalformed:
-			r.stats.Malformed++
-			continue
-		}
-		r.stats.TCP++
-		if info.padded {
-			r.stats.Padded++
-		}
-		if info.cut {
-			r.stats.Cut++
 		}
 		s.head.File = s.index
 		s.head.Frame = s.frame

@@ -277,20 +277,8 @@ func (l *Live) Next(p *Packet) error {
 		l.stats.Packets++
 		l.stats.Bytes += int64(len(data))
 		v, info := decodeFrame(l.link, data, &l.tcp, &p.Network)
-		switch v {
-		case notTCP:
-			l.stats.NotTCP++
+		if !l.stats.count(v, info) {
 			continue
-		case isMalformed:
-			l.stats.Malformed++
-			continue
-		}
-		l.stats.TCP++
-		if info.cut {
-			l.stats.Cut++
-		}
-		if info.padded {
-			l.stats.Padded++
 		}
 		p.File, p.Frame, p.Time, p.TCP, p.Cut, p.WireLength = file, frame, ci.Timestamp, &l.tcp, info.cut, ci.Length
 		return nil
