@@ -69,6 +69,7 @@ type Engine struct {
 	instances map[decode.UUID]*instanceState
 	seq       int64 // requests carrying an instance ID, for eviction order
 	splits    map[splitKey]bool
+	clients   map[clientKey]map[decode.UUID]*idUse // open connections by client
 	brokers   map[netip.AddrPort]*brokerState
 	closed    []Connection
 	// What the caps left out, and every finding's severity.
@@ -85,6 +86,7 @@ func New(opt Options) *Engine {
 		groups:    newGroupState(),
 		instances: map[decode.UUID]*instanceState{},
 		splits:    map[splitKey]bool{},
+		clients:   map[clientKey]map[decode.UUID]*idUse{},
 		brokers:   map[netip.AddrPort]*brokerState{},
 	}
 }
@@ -108,8 +110,9 @@ type connState struct {
 	// undecided are requests with possible findings, waiting for the
 	// profile or their answer.
 	undecided []*reqRec
-	lastReq   *reqRec // the last request the broker received
-	gapSide   [2]bool // a gap not yet reported, per side
+	lastReq   *reqRec    // the last request the broker received
+	indexed   *clientKey // where indexClient put it
+	gapSide   [2]bool    // a gap not yet reported, per side
 	afterGap  bool
 	requests  int64
 	responses int64
@@ -209,6 +212,7 @@ func (e *Engine) request(cs *connState, ev *decode.Event) {
 	r.other = e.tele.request(cs, ev, x)
 	r.extra = append(r.extra, e.groups.request(cs, ev, x)...)
 	r.extra = append(r.extra, e.instanceSeen(cs, ev, x)...)
+	e.indexClient(cs)
 	cs.lastReq = r
 	if r.hasCandidates() {
 		cs.undecided = append(cs.undecided, r)
@@ -326,6 +330,7 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 		e.droppedConns += int64(drop)
 	}
 	e.closed = append(e.closed, conn)
+	e.unindexClient(cs)
 	e.tele.forget(connID)
 	e.groups.forget(connID)
 	delete(e.conns, connID)

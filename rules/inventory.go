@@ -87,27 +87,86 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 		}
 	}
 	// instance-id-split: another open connection of the same client (IP
-	// and ClientId) carries a different instance ID.
+	// and ClientId) carries a different instance ID. Open connections are
+	// indexed by client, with their IDs counted, so this costs the
+	// client's distinct IDs, not every open connection.
 	if cs.clientID != "" {
-		for _, other := range e.conns {
-			if other == cs || !other.hasFirstID || other.firstID == x.id || other.clientID != cs.clientID ||
-				other.info.Key.Client.Addr() != addr {
+		k := clientKey{addr, cs.clientID}
+		for y, use := range e.clients[k] {
+			others := use.open
+			if cs.indexed != nil && cs.firstID == y {
+				others-- // this connection itself
+			}
+			if y == x.id || others <= 0 {
 				continue
 			}
-			a, b := other.firstID, x.id
+			a, b := y, x.id
 			if bytes.Compare(a[:], b[:]) > 0 {
 				a, b = b, a
 			}
-			k := splitKey{addr, cs.clientID, a, b}
-			if e.splits[k] {
+			sk := splitKey{addr, cs.clientID, a, b}
+			if e.splits[sk] || len(e.splits) >= maxSplits {
 				continue
 			}
-			e.splits[k] = true
-			out = append(out, cand{rule: InstanceIDSplit, expected: other.firstID.String() + " (as its other open connection)",
-				seen: x.id.String(), related: []Frame{frameOf(other.info.First)}})
+			e.splits[sk] = true
+			out = append(out, cand{rule: InstanceIDSplit, expected: y.String() + " (as its other open connection)",
+				seen: x.id.String(), related: []Frame{use.first}})
 		}
 	}
 	return out
+}
+
+// maxSplits caps the instance-id-split pairs remembered (each is reported
+// once).
+const maxSplits = 100000
+
+// clientKey is one client: its IP address and ClientId.
+type clientKey struct {
+	addr     netip.Addr
+	clientID string
+}
+
+// idUse counts a client's open connections that carry one instance ID.
+type idUse struct {
+	open  int
+	first Frame // the first frame of the first such connection
+}
+
+// indexClient records a connection under its client once it shows both a
+// ClientId and an instance ID.
+func (e *Engine) indexClient(cs *connState) {
+	if cs.indexed != nil || cs.clientID == "" || !cs.hasFirstID {
+		return
+	}
+	k := &clientKey{cs.info.Key.Client.Addr(), cs.clientID}
+	cs.indexed = k
+	ids := e.clients[*k]
+	if ids == nil {
+		ids = map[decode.UUID]*idUse{}
+		e.clients[*k] = ids
+	}
+	u := ids[cs.firstID]
+	if u == nil {
+		u = &idUse{first: frameOf(cs.info.First)}
+		ids[cs.firstID] = u
+	}
+	u.open++
+}
+
+// unindexClient removes a closing connection from its client's index.
+func (e *Engine) unindexClient(cs *connState) {
+	if cs.indexed == nil {
+		return
+	}
+	ids := e.clients[*cs.indexed]
+	if u := ids[cs.firstID]; u != nil {
+		if u.open--; u.open <= 0 {
+			delete(ids, cs.firstID)
+		}
+	}
+	if len(ids) == 0 {
+		delete(e.clients, *cs.indexed)
+	}
 }
 
 func (e *Engine) instanceList() []Instance {
