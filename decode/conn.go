@@ -24,6 +24,8 @@ type Options struct {
 	// MaxScan is how many bytes a side keeps while it looks for a frame
 	// start (default 1 MiB).
 	MaxScan int
+	// Scratch, when set, is shared by the Conns for their event lists.
+	Scratch *Scratch
 }
 
 func (o Options) withDefaults() Options {
@@ -116,9 +118,10 @@ func (c *Conn) Lost(s Side) {
 
 // Feed decodes the next bytes of one side. spans map offsets in data to
 // the frame where they became available. The events returned are valid
-// until the next call.
+// until the next call (on any Conn sharing the Options' Scratch).
 func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
-	c.events = c.events[:0]
+	c.begin()
+	defer c.end()
 	if c.dead || len(data) == 0 {
 		return c.events
 	}
@@ -140,11 +143,34 @@ func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
 	return c.events
 }
 
+// begin readies the event list of a call: the shared scratch one if the
+// Options give one (a connection then holds none between calls).
+func (c *Conn) begin() {
+	if c.opt.Scratch != nil {
+		c.events = c.opt.Scratch.events
+	}
+	c.events = c.events[:0]
+}
+
+// end hands the event list back to the scratch.
+func (c *Conn) end() {
+	if c.opt.Scratch != nil {
+		c.opt.Scratch.events = c.events
+		c.events = nil
+	}
+}
+
+// Scratch is memory that many Conns share: the events of one call. With
+// thousands of connections it saves a buffer per connection; the events a
+// call returns are then valid only until the next call on any of them.
+type Scratch struct{ events []Event }
+
 // Finish ends both sides: a side still searching accepts a last candidate
 // that ends exactly at the end of its bytes; a frame cut short is reported;
 // requests still pending are counted unanswered.
 func (c *Conn) Finish() []Event {
-	c.events = c.events[:0]
+	c.begin()
+	defer c.end()
 	if c.dead {
 		return c.events
 	}
@@ -206,10 +232,14 @@ func (f *framer) clearScan() {
 	f.scanAt, f.scanned, f.tlsLooked = 0, 0, 0
 }
 
-// resetFrame readies the framer for the next frame.
+// resetFrame readies the framer for the next frame. A buffer grown for a
+// large body is let go: thousands of connections must not each keep one.
 func (f *framer) resetFrame() {
 	f.nSize, f.got, f.headed = 0, 0, false
 	f.buf = f.buf[:0]
+	if cap(f.buf) > 4<<10 {
+		f.buf = nil
+	}
 	f.msg = Message{}
 }
 

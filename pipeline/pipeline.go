@@ -139,7 +139,11 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		}
 	}
 	defer src.Close()
-	h := &handler{sink: sink, sum: &sum, dopt: opt.Decode}
+	dopt := opt.Decode
+	if dopt.Scratch == nil {
+		dopt.Scratch = new(decode.Scratch) // one event list for every connection
+	}
+	h := &handler{sink: sink, sum: &sum, dopt: dopt}
 	asm := reassembly.New(opt.Reassembly, h)
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
