@@ -3,7 +3,7 @@
 # same loopback traffic (internal/loadloop) at each packet rate; prints, per
 # rate, the packets each captured, kernel drops, and CPU use (user+system
 # seconds over the run, as % of one core). Needs root.
-#   DURATION=20s scripts/live-bench.sh 20000 50000 100000
+#   DURATION=20s CONNS=100 scripts/live-bench.sh 20000 50000 100000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20s}
@@ -23,7 +23,7 @@ for rate in "${RATES[@]}"; do
 	tcpdump -i lo -n -w /dev/null 'tcp port 29092' 2>"$W/t.err" &
 	tpid=$!
 	sleep 1
-	sent=$("$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns 20 | sed 's/.*rate=\([0-9]*\).*/\1/')
+	sent=$("$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns "${CONNS:-20}" | sed 's/.*rate=\([0-9]*\).*/\1/')
 	kcpu=$(cpu $kpid); tcpu=$(cpu $tpid)
 	kill -INT $tpid; wait $tpid || true
 	wait $kpid || true
