@@ -453,6 +453,16 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 }
 
 func (c *Conn) parseResponseHead(f *framer) bool {
+	if len(f.buf) < 4 {
+		// Only a SASL token can be shorter than a correlation ID (sizeOK
+		// lets it through); anything else waits for more bytes.
+		if f.size < 4 {
+			f.kind, f.headed = EventSASLToken, true
+			return true
+		}
+		f.want = 4
+		return false
+	}
 	if f.msg.Size == 0 { // first look: the correlation ID is in
 		corr := int32(binary.BigEndian.Uint32(f.buf))
 		p, ok := c.pending.get(corr)

@@ -287,7 +287,9 @@ func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
 			return
 		}
 	}
-	if seen >= notKafkaAfter && !f.midStart || atEnd && seen > 0 && f.side == ClientSide {
+	// A side that began mid-stream may have shown only the tail of one
+	// large message: only TLS records prove such a side is not Kafka.
+	if !f.midStart && (seen >= notKafkaAfter || atEnd && seen > 0 && f.side == ClientSide) {
 		c.notKafka(f.side, at(f.marks, 0), fmt.Sprintf("no Kafka frame in %d bytes", seen))
 	}
 }

@@ -1,0 +1,51 @@
+// Package size reads and writes byte counts the way the bench tools take
+// them on the command line: "1GB", "100MB", "64KiB", "1500". KB, MB, GB and
+// TB are powers of 1000 (the MB/s of the tables is 10^6 bytes a second);
+// KiB, MiB, GiB and TiB powers of 1024.
+package size
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+var units = []struct {
+	suffix string
+	mult   float64
+}{
+	// Longest first, so that "MiB" is not read as "B" after "Mi".
+	{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+	{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
+}
+
+// Parse reads a byte count such as "1GB", "2.5 MiB" or "4096".
+func Parse(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 || f*mult > 1<<62 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 1GB, 100MB, 64KiB)", s)
+	}
+	return int64(f * mult), nil
+}
+
+// Human writes n with a decimal unit: "1.07 GB", "20.0 MB".
+func Human(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}
