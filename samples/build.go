@@ -301,10 +301,10 @@ func (b *Built) step(c *netsim.Capture, i int, cd *Conn, cs *connState, step *St
 			cs.corr++
 			if r.Tail > 0 {
 				if k != 0 || n != 0 || !cd.MidStream {
-					return fmt.Errorf("Tail is only for the first request of a mid-stream connection")
+					return fmt.Errorf("a Tail is only for the first request of a mid-stream connection")
 				}
 				if r.Tail >= len(m.Bytes) {
-					return fmt.Errorf("Tail %d is not inside the %d-byte request", r.Tail, len(m.Bytes))
+					return fmt.Errorf("tail of %d bytes is not inside the %d-byte request", r.Tail, len(m.Bytes))
 				}
 				m.Partial = true
 				parts[k] = m.Bytes[len(m.Bytes)-r.Tail:]

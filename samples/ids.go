@@ -82,12 +82,6 @@ func (s Step) noAnswer() Step {
 	return s
 }
 
-// answer replaces the response body.
-func (s Step) answer(b Body) Step {
-	s.Resps[0].Body = b
-	return s
-}
-
 // seg bends the request's segments.
 func (s Step) seg(o ...netsim.SegOpt) Step {
 	s.Reqs[0].Seg = append(s.Reqs[0].Seg, o...)
