@@ -128,7 +128,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if rec != nil {
 		names = nil // frames are numbered per written file
 	}
-	sink := newRuleSink(rules.Options{Profile: filter.profile})
+	// A capture that runs for days streams its findings; the final report
+	// keeps the recent connections and instances, so memory stays flat.
+	sink := newRuleSink(rules.Options{Profile: filter.profile, MaxConnections: 2000, MaxInstances: 5000, MaxFindings: 10000})
 	var mu sync.Mutex // the status line and the findings share the terminal
 	var findings int64
 	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
