@@ -207,7 +207,7 @@ type framer struct {
 	buf     []byte // the collected prefix (or whole) of the current frame
 	headed  bool   // the header is parsed; msg holds it; the rest is skipped or collected
 	kind    EventKind
-	msg     Message
+	msg     *Message // the frame in progress (nil between frames: thousands of connections)
 	lastAt  Where
 
 	scan    []byte // bytes kept while lost
@@ -240,7 +240,7 @@ func (f *framer) resetFrame() {
 	if cap(f.buf) > 4<<10 {
 		f.buf = nil
 	}
-	f.msg = Message{}
+	f.msg = nil
 }
 
 // appendScan keeps data while lost, dropping the oldest bytes over max.
@@ -439,7 +439,7 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 		return false
 	}
 	f.kind = EventRequest
-	f.msg = Message{Size: int32(f.size), Request: h}
+	f.msg = &Message{Size: int32(f.size), Request: h}
 	f.headed = true
 	if wantsBody(h.APIKey) && h.Known {
 		if f.size <= c.opt.MaxBodySize {
@@ -463,7 +463,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 		f.want = 4
 		return false
 	}
-	if f.msg.Size == 0 { // first look: the correlation ID is in
+	if f.msg == nil { // first look: the correlation ID is in
 		corr := int32(binary.BigEndian.Uint32(f.buf))
 		p, ok := c.pending.get(corr)
 		if !ok && c.confirmCandidate(corr) {
@@ -475,7 +475,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			return true
 		}
 		f.kind = EventResponse
-		f.msg = Message{Size: int32(f.size), Matched: ok}
+		f.msg = &Message{Size: int32(f.size), Matched: ok}
 		f.msg.Response.CorrelationID = corr
 		if !ok {
 			f.headed = true // nothing tells its layout: skip it by size
@@ -542,7 +542,7 @@ func (c *Conn) completeFrame(f *framer, w Where) {
 }
 
 func (c *Conn) completeRequest(f *framer, w Where) {
-	m := f.msg
+	m := *f.msg
 	h := m.Request
 	c.cnt.Requests++
 	if !h.Known {
@@ -569,7 +569,7 @@ func (c *Conn) completeRequest(f *framer, w Where) {
 }
 
 func (c *Conn) completeResponse(f *framer, w Where) {
-	m := f.msg
+	m := *f.msg
 	c.cnt.Responses++
 	if !m.Matched {
 		c.cnt.Unmatched++
