@@ -51,7 +51,7 @@ func startMetrics(addr string, debug bool) (*liveMetrics, error) {
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kidscope_findings_total",
 			Help: "Findings made, by rule and severity."}, []string{"rule", "severity"}),
 		instances: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kidscope_client_instances",
-			Help: "Distinct client instance IDs seen in request headers."}),
+			Help: "Distinct client instance IDs seen in request headers (at most 100000 are counted)."}),
 		seen: map[decode.UUID]bool{},
 	}
 	reg.MustRegister(m.packets, m.bytes, m.drops, m.open, m.conns, m.requests, m.findings, m.instances)
@@ -82,11 +82,16 @@ func (m *liveMetrics) event(_ *pipeline.Conn, e *decode.Event) {
 		return
 	}
 	m.requests.WithLabelValues(decode.APIName(e.Msg.Request.APIKey)).Inc()
-	if h := &e.Msg.Request; h.HasInstanceID && !h.InstanceID.IsZero() && !m.seen[h.InstanceID] {
+	// The set of IDs is capped, so that days of traffic cannot grow it: past
+	// the cap the gauge stays at it.
+	if h := &e.Msg.Request; h.HasInstanceID && !h.InstanceID.IsZero() && !m.seen[h.InstanceID] && len(m.seen) < maxSeenInstances {
 		m.seen[h.InstanceID] = true
 		m.instances.Set(float64(len(m.seen)))
 	}
 }
+
+// maxSeenInstances caps the instance IDs the metrics remember.
+const maxSeenInstances = 100000
 
 func (m *liveMetrics) finding(f *rules.Finding) {
 	m.findings.WithLabelValues(f.Rule, f.Severity.String()).Inc()
