@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -131,7 +130,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// A capture that runs for days streams its findings; the final report
 	// keeps the recent connections and instances, so memory stays flat.
 	sink := newRuleSink(rules.Options{Profile: filter.profile, MaxConnections: 2000, MaxInstances: 5000, MaxFindings: 10000})
-	var mu sync.Mutex // the status line and the findings share the terminal
+	// Findings, ticks and the status line all run on the capture's own
+	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
 	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
 	var metrics *liveMetrics
@@ -147,8 +147,6 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if !filter.wants(&f) {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		findings++
 		if metrics != nil {
 			metrics.finding(&f)
@@ -171,8 +169,6 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if rec != nil {
 			_ = rec.Flush()
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
