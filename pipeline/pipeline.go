@@ -300,9 +300,6 @@ func (h *handler) deliver(c *Conn, evs []decode.Event) {
 	}
 }
 
-// FormatEndpoint writes ip:port, with IPv6 addresses in brackets.
-func FormatEndpoint(a netip.AddrPort) string { return a.String() }
-
 // FileName returns the name of input i for output.
 func (s *Summary) FileName(i int) string {
 	if i >= 0 && i < len(s.Files) {
