@@ -142,7 +142,6 @@ type Assembler struct {
 	// over then completed at the frames of its own pages, not the current.
 	flushing  bool
 	lastFlush time.Time
-	now       time.Time
 	slab      []frameCtx
 	spans     []Span
 
@@ -185,7 +184,6 @@ func (a *Assembler) Add(p *capture.Packet) {
 		return
 	}
 	a.stats.Segments++
-	a.now = p.Time
 	ctx := a.newCtx(p)
 	a.noRefuse = false
 	for try := 0; ; try++ {

@@ -291,10 +291,15 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	if ci.ClientID != "" {
 		cs.clientID = ci.ClientID
 	}
-	if !cs.decided && e.opt.Profile == ProfileAuto {
-		if !cs.sawF && cs.oldClient.done {
-			cs.profile = ProfileAccepted // an old client, judged on its first header-v3 request
-		}
+	// An old client (auto, no non-zero header ID ever) is shown as accepted
+	// once its first header-v3 request was judged; an undetermined
+	// connection shows no profile.
+	oldClient := !cs.decided && e.opt.Profile == ProfileAuto && !cs.sawF && cs.oldClient.done
+	switch {
+	case oldClient:
+		cs.profile = ProfileAccepted
+	case !cs.decided:
+		cs.profile = ProfileNone
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
@@ -319,9 +324,6 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 		InstanceID: cs.firstID, HasInstanceID: cs.hasFirstID, Profile: cs.profile, MidStream: cs.info.MidStream,
 		NewClient: cs.hasFirstID, Requests: cs.requests, Responses: cs.responses, Unanswered: ci.Counters.Unanswered,
 		NotKafka: ci.NotKafka, First: cs.info.First, Last: cs.last}
-	if !cs.decided && e.opt.Profile == ProfileAuto && !(!cs.sawF && cs.oldClient.done) {
-		conn.Profile = ProfileNone
-	}
 	if len(e.closed) >= e.opt.MaxConnections {
 		// Keep the most recent: drop the oldest half at once, so that the
 		// copy is paid rarely.

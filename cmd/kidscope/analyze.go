@@ -248,10 +248,5 @@ func colorWanted(w any) bool {
 	if _, set := os.LookupEnv("NO_COLOR"); set {
 		return false
 	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return isTerminal(w)
 }

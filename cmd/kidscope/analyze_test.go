@@ -17,6 +17,20 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
+// connectionJSON and brokerJSON are the parts of a connection and a broker
+// that expectations and analyze's JSON share.
+type connectionJSON struct {
+	Client    string  `json:"client"`
+	Broker    string  `json:"broker"`
+	Profile   *string `json:"profile"`
+	MidStream bool    `json:"mid_stream"`
+}
+
+type brokerJSON struct {
+	Broker  string `json:"broker"`
+	KIP1313 string `json:"kip1313"`
+}
+
 // expectation is the part of a scenario's NAME.expect.json this test reads.
 type expectation struct {
 	File     string `json:"file"`
@@ -29,16 +43,8 @@ type expectation struct {
 		Frame         int64   `json:"frame"`
 		RelatedFrames []int64 `json:"related_frames"`
 	} `json:"findings"`
-	Connections []struct {
-		Client    string  `json:"client"`
-		Broker    string  `json:"broker"`
-		Profile   *string `json:"profile"`
-		MidStream bool    `json:"mid_stream"`
-	} `json:"connections"`
-	Brokers []struct {
-		Broker  string `json:"broker"`
-		KIP1313 string `json:"kip1313"`
-	} `json:"brokers"`
+	Connections []connectionJSON `json:"connections"`
+	Brokers     []brokerJSON     `json:"brokers"`
 }
 
 // analysis is the part of `analyze -o json` this test reads.
@@ -54,16 +60,8 @@ type analysis struct {
 			Broker string `json:"broker"`
 		} `json:"connection"`
 	} `json:"findings"`
-	Connections []struct {
-		Client    string  `json:"client"`
-		Broker    string  `json:"broker"`
-		Profile   *string `json:"profile"`
-		MidStream bool    `json:"mid_stream"`
-	} `json:"connections"`
-	Brokers []struct {
-		Broker  string `json:"broker"`
-		KIP1313 string `json:"kip1313"`
-	} `json:"brokers"`
+	Connections []connectionJSON `json:"connections"`
+	Brokers     []brokerJSON     `json:"brokers"`
 }
 
 func str(p *string) string {
@@ -130,24 +128,26 @@ func TestAnalyzeSamples(t *testing.T) {
 				have = append(have, fmt.Sprintf("%s %s %s→%s frame %d related %v", f.Rule, f.Severity, f.Connection.Client, f.Connection.Broker, f.Frame, rel))
 			}
 			sameSet(t, "findings", want, have)
-			want, have = nil, nil
-			for _, c := range exp.Connections {
-				want = append(want, fmt.Sprintf("%s→%s profile %s mid-stream %v", c.Client, c.Broker, str(c.Profile), c.MidStream))
-			}
-			for _, c := range got.Connections {
-				have = append(have, fmt.Sprintf("%s→%s profile %s mid-stream %v", c.Client, c.Broker, str(c.Profile), c.MidStream))
-			}
-			sameSet(t, "connections", want, have)
-			want, have = nil, nil
-			for _, b := range exp.Brokers {
-				want = append(want, b.Broker+" "+b.KIP1313)
-			}
-			for _, b := range got.Brokers {
-				have = append(have, b.Broker+" "+b.KIP1313)
-			}
-			sameSet(t, "brokers", want, have)
+			sameSet(t, "connections", connectionLines(exp.Connections), connectionLines(got.Connections))
+			sameSet(t, "brokers", brokerLines(exp.Brokers), brokerLines(got.Brokers))
 		})
 	}
+}
+
+func connectionLines(cs []connectionJSON) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, fmt.Sprintf("%s→%s profile %s mid-stream %v", c.Client, c.Broker, str(c.Profile), c.MidStream))
+	}
+	return out
+}
+
+func brokerLines(bs []brokerJSON) []string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Broker+" "+b.KIP1313)
+	}
+	return out
 }
 
 func sameSet(t *testing.T, what string, want, have []string) {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,7 +71,7 @@ func startMetrics(addr string, debug bool) (*liveMetrics, error) {
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Println("kidscope: metrics:", err)
+			fmt.Fprintln(os.Stderr, "kidscope: metrics:", err) // stdout may be the ndjson stream
 		}
 	}()
 	return m, nil

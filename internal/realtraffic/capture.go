@@ -107,16 +107,7 @@ func startCapture(iface string, ports []uint16) (*capturer, error) {
 }
 
 func (c *capturer) loop() error {
-	var (
-		eth     layers.Ethernet
-		ip4     layers.IPv4
-		ip6     layers.IPv6
-		tcp     layers.TCP
-		payload gopacket.Payload
-		decoded []gopacket.LayerType
-	)
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &ip6, &tcp, &payload)
-	parser.IgnoreUnsupported = true
+	dec := newSegmentDecoder()
 
 	var stopAt time.Time
 	for {
@@ -144,19 +135,7 @@ func (c *capturer) loop() error {
 			// has been read.
 			return nil
 		}
-		_ = parser.DecodeLayers(data, &decoded)
-		var isTCP bool
-		var src, dst string
-		for _, lt := range decoded {
-			switch lt {
-			case layers.LayerTypeIPv4:
-				src, dst = ip4.SrcIP.String(), ip4.DstIP.String()
-			case layers.LayerTypeIPv6:
-				src, dst = ip6.SrcIP.String(), ip6.DstIP.String()
-			case layers.LayerTypeTCP:
-				isTCP = true
-			}
-		}
+		tcp, src, dst, isTCP := dec.decode(data)
 		if !isTCP {
 			continue
 		}
@@ -164,9 +143,9 @@ func (c *capturer) loop() error {
 		var key connKey
 		switch {
 		case c.ports[dp]:
-			key = connKey{client: fmt.Sprintf("%s:%d", src, sp), broker: fmt.Sprintf("%s:%d", dst, dp)}
+			key = connKey{client: src, broker: dst}
 		case c.ports[sp]:
-			key = connKey{client: fmt.Sprintf("%s:%d", dst, dp), broker: fmt.Sprintf("%s:%d", src, sp)}
+			key = connKey{client: dst, broker: src}
 		default:
 			continue
 		}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 
-	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
@@ -54,17 +53,7 @@ func readRequests(path string, brokerPorts map[uint16]bool) (*fileStats, error) 
 		return nil, fmt.Errorf("%s: link type %v, want Ethernet", path, r.LinkType())
 	}
 
-	var (
-		eth     layers.Ethernet
-		ip4     layers.IPv4
-		ip6     layers.IPv6
-		tcp     layers.TCP
-		payload gopacket.Payload
-		decoded []gopacket.LayerType
-	)
-	parser := gopacket.NewDecodingLayerParser(layers.LayerTypeEthernet, &eth, &ip4, &ip6, &tcp, &payload)
-	parser.IgnoreUnsupported = true
-
+	dec := newSegmentDecoder()
 	st := &fileStats{Requests: map[int16]int{}, Versions: map[int16]map[int16]int{}}
 	streams := map[connKey]*clientStream{}
 	conns := map[connKey]bool{}
@@ -77,20 +66,7 @@ func readRequests(path string, brokerPorts map[uint16]bool) (*fileStats, error) 
 			return nil, fmt.Errorf("%s: frame %d: %w", path, st.Frames+1, err)
 		}
 		st.Frames++
-		decoded = decoded[:0]
-		_ = parser.DecodeLayers(data, &decoded)
-		var src, dst string
-		var isTCP bool
-		for _, lt := range decoded {
-			switch lt {
-			case layers.LayerTypeIPv4:
-				src, dst = ip4.SrcIP.String(), ip4.DstIP.String()
-			case layers.LayerTypeIPv6:
-				src, dst = ip6.SrcIP.String(), ip6.DstIP.String()
-			case layers.LayerTypeTCP:
-				isTCP = true
-			}
-		}
+		tcp, src, dst, isTCP := dec.decode(data)
 		if !isTCP {
 			continue
 		}
@@ -99,13 +75,13 @@ func readRequests(path string, brokerPorts map[uint16]bool) (*fileStats, error) 
 		case brokerPorts[dp]:
 		case brokerPorts[sp]:
 			st.BrokerTCP++
-			conns[connKey{client: fmt.Sprintf("%s:%d", dst, dp), broker: fmt.Sprintf("%s:%d", src, sp)}] = true
+			conns[connKey{client: dst, broker: src}] = true
 			continue
 		default:
 			continue
 		}
 		st.BrokerTCP++
-		key := connKey{client: fmt.Sprintf("%s:%d", src, sp), broker: fmt.Sprintf("%s:%d", dst, dp)}
+		key := connKey{client: src, broker: dst}
 		conns[key] = true
 		s := streams[key]
 		if s == nil {
