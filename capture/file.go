@@ -210,11 +210,16 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 		}
 		s.pr, s.ng = ng, true
 	case isPcapMagic(magic):
+		hdr, _ := s.br.Peek(24)
+		hdr = append([]byte(nil), hdr...)
 		pr, err := pcapgo.NewReader(s.br)
 		if err != nil {
 			return nil, headerError(fail, "pcap", err)
 		}
 		s.pr, s.link = pr, pr.LinkType()
+		if !classicViaPcapgo {
+			s.pr = newPcapRecords(s.br, hdr)
+		}
 	default:
 		if compressed {
 			return nil, fail("not a pcap or pcapng file (gzip-compressed, starts with % x)", magic)

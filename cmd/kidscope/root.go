@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -17,6 +19,31 @@ instance ID rules (KIP-1313), telemetry ID mismatches (KIP-714) and group
 member-ID mistakes (KIP-394, KIP-1082).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+	}
+	// A CPU profile of the whole command, for speed work (hidden).
+	var cpuProfile string
+	var stopProfile func()
+	root.PersistentFlags().StringVar(&cpuProfile, "debug-cpuprofile", "", "write a CPU profile of the run to this file")
+	_ = root.PersistentFlags().MarkHidden("debug-cpuprofile")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return usageError(fmt.Errorf("--debug-cpuprofile: %w", err))
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return usageError(fmt.Errorf("--debug-cpuprofile: %w", err))
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+		return nil
+	}
+	root.PersistentPostRun = func(*cobra.Command, []string) {
+		if stopProfile != nil {
+			stopProfile()
+		}
 	}
 	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
 	return root
