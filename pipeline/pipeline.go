@@ -26,7 +26,12 @@ type Options struct {
 	// MaxPackets stops the run after that many frames (0: no limit).
 	MaxPackets int64
 	// OnTick, when set, is called about once a second of wall time.
-	OnTick     func(Progress)
+	OnTick func(Progress)
+	// Workers shares the connections of Files among this many goroutines
+	// that reassemble and decode them, while one more reads; the events
+	// reach the Sink in the same order as with one. 0 or 1 runs everything
+	// on the calling goroutine, as does a Source.
+	Workers    int
 	Reassembly reassembly.Options
 	Decode     decode.Options
 }
@@ -47,8 +52,6 @@ type Conn struct {
 	// Counters are the decoder's totals, final once Closed was called.
 	Counters decode.Counters
 	ClientID string
-
-	dec *decode.Conn
 }
 
 // Sink receives the decoded events in capture order.
@@ -139,25 +142,22 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		}
 	}
 	defer src.Close()
-	dopt := opt.Decode
-	if dopt.Scratch == nil {
-		dopt.Scratch = new(decode.Scratch) // one event list for every connection
+	if opt.Workers > 1 && files != nil {
+		return runParallel(ctx, opt, files, sink, &sum)
 	}
-	h := &handler{sink: sink, sum: &sum, dopt: dopt}
-	asm := reassembly.New(opt.Reassembly, h)
+	d := &deliverer{sink: sink, sum: &sum}
+	asm := newWorker(opt.Reassembly, opt.Decode, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {
 		if opt.OnTick == nil {
 			return
 		}
-		st := src.Stats()
-		p := Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
-			Connections: sum.Connections, Open: h.open, Requests: h.requests, Responses: h.responses}
+		pr := d.progress(src.Stats())
 		if files != nil {
-			p.FileBytes = files.BytesRead()
+			pr.FileBytes = files.BytesRead()
 		}
-		opt.OnTick(p)
+		opt.OnTick(pr)
 	}
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
@@ -192,13 +192,7 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		if err != nil {
 			return sum, err
 		}
-		if sum.First.IsZero() {
-			sum.First = p.Time
-		}
-		sum.Last = p.Time
-		if p.Cut && len(sum.CutFrames) < maxCutFrames {
-			sum.CutFrames = append(sum.CutFrames, decode.Where{File: p.File, Frame: p.Frame, Time: p.Time})
-		}
+		sum.note(&p)
 		asm.Add(&p)
 	}
 	asm.Finish()
@@ -211,15 +205,56 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 	return sum, nil
 }
 
-// handler connects reassembly to decode and the sink.
-type handler struct {
-	sink      Sink
-	sum       *Summary
-	dopt      decode.Options
-	spans     []decode.Span
-	open      int // connections open now
-	requests  int64
-	responses int64
+// note records a packet's time and snap-length cut in the summary.
+func (s *Summary) note(p *capture.Packet) {
+	if s.First.IsZero() {
+		s.First = p.Time
+	}
+	s.Last = p.Time
+	if p.Cut && len(s.CutFrames) < maxCutFrames {
+		s.CutFrames = append(s.CutFrames, decode.Where{File: p.File, Frame: p.Frame, Time: p.Time})
+	}
+}
+
+// worker reassembles and decodes the connections it is given, and tells
+// what happens to them to an emitter: the deliverer directly, or a recorder
+// whose record a deliverer replays in capture order (parallel.go).
+type worker struct {
+	asm   *reassembly.Assembler
+	dopt  decode.Options
+	spans []decode.Span
+	out   emitter
+}
+
+// emitter hears what a worker makes of its connections.
+type emitter interface {
+	open(c *Conn)
+	event(c *Conn, e *decode.Event)
+	gap(c *Conn, side decode.Side, at decode.Where)
+	closed(c *Conn, end connEnd)
+}
+
+// connEnd is what a worker knows of a connection once it closed.
+type connEnd struct {
+	close    reassembly.CloseInfo
+	counters decode.Counters
+	clientID string
+}
+
+// workerConn is a worker's own state of a connection. The worker fills in
+// the Conn when it opens and leaves it to the deliverer from then on.
+type workerConn struct {
+	conn *Conn
+	dec  *decode.Conn
+}
+
+func newWorker(ropt reassembly.Options, dopt decode.Options, out emitter) *worker {
+	if dopt.Scratch == nil {
+		dopt.Scratch = new(decode.Scratch) // one event list for every connection
+	}
+	w := &worker{dopt: dopt, out: out}
+	w.asm = reassembly.New(ropt, w)
+	return w
 }
 
 func where(s reassembly.Span) decode.Where {
@@ -233,71 +268,106 @@ func side(d reassembly.Direction) decode.Side {
 	return decode.BrokerSide
 }
 
-func (h *handler) Open(rc *reassembly.Conn) {
-	c := &Conn{ID: rc.ID, Client: rc.Client, Broker: rc.Broker, MidStream: rc.MidStream[reassembly.ToBroker],
-		First: where(rc.First), dec: decode.NewConn(h.dopt)}
-	c.dec.Start(decode.ClientSide, rc.MidStream[reassembly.ToBroker])
-	c.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
-	rc.User = c
-	h.sum.Connections++
-	h.open++
+func (w *worker) Open(rc *reassembly.Conn) {
+	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Client: rc.Client, Broker: rc.Broker,
+		MidStream: rc.MidStream[reassembly.ToBroker], First: where(rc.First)}}
+	wc.dec.Start(decode.ClientSide, rc.MidStream[reassembly.ToBroker])
+	wc.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
+	rc.User = wc
+	w.out.open(wc.conn)
 }
 
-func (h *handler) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, spans []reassembly.Span) {
-	c := rc.User.(*Conn)
-	h.spans = h.spans[:0]
+func (w *worker) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, spans []reassembly.Span) {
+	wc := rc.User.(*workerConn)
+	w.spans = w.spans[:0]
 	for _, s := range spans {
-		h.spans = append(h.spans, decode.Span{End: s.End, At: where(s)})
+		w.spans = append(w.spans, decode.Span{End: s.End, At: where(s)})
 	}
-	h.deliver(c, c.dec.Feed(side(d), data, h.spans))
+	w.emit(wc, wc.dec.Feed(side(d), data, w.spans))
 }
 
-func (h *handler) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at reassembly.Span) {
-	c := rc.User.(*Conn)
-	c.Gaps++
-	h.sum.Gaps++
-	c.dec.Lost(side(d))
-	if g, ok := h.sink.(GapSink); ok {
-		g.Gap(c, side(d), where(at))
-	}
+func (w *worker) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at reassembly.Span) {
+	wc := rc.User.(*workerConn)
+	wc.dec.Lost(side(d))
+	w.out.gap(wc.conn, side(d), where(at))
 }
 
-func (h *handler) Closed(rc *reassembly.Conn, at reassembly.Span) {
-	c := rc.User.(*Conn)
-	h.deliver(c, c.dec.Finish())
-	c.Close = rc.Close
-	h.open--
-	c.Counters = c.dec.Counters()
-	c.ClientID, _ = c.dec.ClientID()
-	n := &c.Counters
-	h.sum.Requests += n.Requests
-	h.sum.Responses += n.Responses
-	h.sum.Unmatched += n.Unmatched
-	h.sum.Unanswered += n.Unanswered
-	h.sum.Resyncs += n.Resyncs
-	h.sum.Malformed += n.Malformed
-	h.sum.UnknownAPI += n.UnknownAPI
-	h.sum.SASLTokens += n.SASLTokens
-	h.sink.Closed(c)
-	c.dec = nil // its buffers are no longer needed
+func (w *worker) Closed(rc *reassembly.Conn, at reassembly.Span) {
+	wc := rc.User.(*workerConn)
+	w.emit(wc, wc.dec.Finish())
+	id, _ := wc.dec.ClientID()
+	w.out.closed(wc.conn, connEnd{close: rc.Close, counters: wc.dec.Counters(), clientID: id})
+	wc.dec = nil // its buffers are no longer needed
 }
 
-func (h *handler) deliver(c *Conn, evs []decode.Event) {
+func (w *worker) emit(wc *workerConn, evs []decode.Event) {
 	for i := range evs {
-		e := &evs[i]
-		switch e.Kind {
-		case decode.EventNotKafka:
-			c.NotKafka = e.Reason
-			h.sum.NotKafka++
-		case decode.EventTruncated:
-			h.sum.Truncated++
-		case decode.EventRequest:
-			h.requests++
-		case decode.EventResponse:
-			h.responses++
-		}
-		h.sink.Event(c, e)
+		w.out.event(wc.conn, &evs[i])
 	}
+}
+
+// deliverer numbers the connections, keeps the counters of the summary and
+// hands everything to the Sink, in capture order.
+type deliverer struct {
+	sink      Sink
+	sum       *Summary
+	nextID    int
+	openNow   int // connections open now
+	requests  int64
+	responses int64
+}
+
+func (d *deliverer) progress(st capture.Stats) Progress {
+	return Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
+		Connections: d.sum.Connections, Open: d.openNow, Requests: d.requests, Responses: d.responses}
+}
+
+func (d *deliverer) open(c *Conn) {
+	d.nextID++
+	c.ID = d.nextID
+	d.sum.Connections++
+	d.openNow++
+}
+
+func (d *deliverer) event(c *Conn, e *decode.Event) {
+	switch e.Kind {
+	case decode.EventNotKafka:
+		c.NotKafka = e.Reason
+		d.sum.NotKafka++
+	case decode.EventTruncated:
+		d.sum.Truncated++
+	case decode.EventRequest:
+		d.requests++
+	case decode.EventResponse:
+		d.responses++
+	}
+	d.sink.Event(c, e)
+}
+
+func (d *deliverer) gap(c *Conn, side decode.Side, at decode.Where) {
+	c.Gaps++
+	d.sum.Gaps++
+	if g, ok := d.sink.(GapSink); ok {
+		g.Gap(c, side, at)
+	}
+}
+
+func (d *deliverer) closed(c *Conn, end connEnd) {
+	c.Close = end.close
+	c.Counters = end.counters
+	c.ClientID = end.clientID
+	d.openNow--
+	n := &c.Counters
+	s := d.sum
+	s.Requests += n.Requests
+	s.Responses += n.Responses
+	s.Unmatched += n.Unmatched
+	s.Unanswered += n.Unanswered
+	s.Resyncs += n.Resyncs
+	s.Malformed += n.Malformed
+	s.UnknownAPI += n.UnknownAPI
+	s.SASLTokens += n.SASLTokens
+	d.sink.Closed(c)
 }
 
 // FileName returns the name of input i for output.

@@ -1,8 +1,10 @@
 package reassembly
 
 import (
+	"cmp"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -98,6 +100,52 @@ type Options struct {
 	FlushAfter time.Duration
 	// IdleAfter closes connections silent this long (default 10 min).
 	IdleAfter time.Duration
+	// CallerFlushes stops Add from giving up waiting data and idle
+	// connections by capture time: the caller calls Expire when its own
+	// FlushClock says so. Assemblers that each see a share of a capture's
+	// connections use one clock over the whole capture, so that they
+	// flush at the same instants as a single assembler would.
+	CallerFlushes bool
+}
+
+// Split returns the options for one of n assemblers that share a capture's
+// connections between them: each gets an nth of the connection and total
+// buffer caps, so that together they hold what one would.
+func (o Options) Split(n int) Options {
+	o = o.withDefaults()
+	if n > 1 {
+		o.MaxConnections = max(1, (o.MaxConnections+n-1)/n)
+		o.MaxPagesTotal = max(1, (o.MaxPagesTotal+n-1)/n)
+	}
+	return o
+}
+
+// FlushClock says after which packets an assembler gives up waiting data
+// and idle connections: after the first packet a second of capture time or
+// more past the last flush (or the first packet), counting only packets on
+// a broker port, as Add does.
+type FlushClock struct {
+	ports Ports
+	last  time.Time
+}
+
+// NewFlushClock returns a clock for an assembler with these broker ports.
+func NewFlushClock(ports Ports) *FlushClock { return &FlushClock{ports: ports} }
+
+// Due reports whether a flush is due right after p; when it is, the caller
+// calls Expire(p.Time) on its assemblers after adding p.
+func (c *FlushClock) Due(p *capture.Packet) bool {
+	if !c.ports.Auto && !c.ports.Has(uint16(p.TCP.SrcPort)) && !c.ports.Has(uint16(p.TCP.DstPort)) {
+		return false
+	}
+	if c.last.IsZero() {
+		c.last = p.Time
+	}
+	if p.Time.Sub(c.last) < time.Second {
+		return false
+	}
+	c.last = p.Time
+	return true
 }
 
 func (o Options) withDefaults() Options {
@@ -130,6 +178,17 @@ type Stats struct {
 	GapBytes           int64 // bytes lost in gaps of known size
 }
 
+// Add adds o's counters to s (the totals of several assemblers).
+func (s *Stats) Add(o Stats) {
+	s.Connections += o.Connections
+	s.ConnectionsDropped += o.ConnectionsDropped
+	s.Segments += o.Segments
+	s.Ignored += o.Ignored
+	s.Rejected += o.Rejected
+	s.Gaps += o.Gaps
+	s.GapBytes += o.GapBytes
+}
+
 // Assembler turns captured TCP segments into in-order byte streams.
 type Assembler struct {
 	opt    Options
@@ -140,8 +199,15 @@ type Assembler struct {
 	live   int // connections tracked now
 	// flushing is true while the assembler flushes by time: data handed
 	// over then completed at the frames of its own pages, not the current.
-	flushing  bool
-	lastFlush time.Time
+	flushing bool
+	clock    *FlushClock // nil with CallerFlushes
+	// grouping is true during Expire and Finish: the Handler calls are
+	// held, then made in an order that does not depend on gopacket's.
+	grouping  bool
+	held      []callback
+	heldData  []byte
+	heldSpans []Span
+	nextOrder uint64 // streams created so far
 	slab      []frameCtx
 	spans     []Span
 
@@ -167,6 +233,9 @@ type Assembler struct {
 // New returns an assembler that hands streams to h.
 func New(opt Options, h Handler) *Assembler {
 	a := &Assembler{opt: opt.withDefaults(), h: h}
+	if !opt.CallerFlushes {
+		a.clock = NewFlushClock(opt.Ports)
+	}
 	a.asm = gpr.NewAssembler(gpr.NewStreamPool(&factory{a: a}))
 	a.asm.MaxBufferedPagesTotal = a.opt.MaxPagesTotal
 	a.asm.MaxBufferedPagesPerConnection = a.opt.MaxPagesPerConnection
@@ -218,32 +287,104 @@ func (a *Assembler) Add(p *capture.Packet) {
 		a.resets = a.resets[1:]
 		a.closeAfterReset(s, ctx)
 	}
-	if a.lastFlush.IsZero() {
-		a.lastFlush = p.Time
-	}
 	// Give up on missing segments and idle connections by capture time,
 	// checked once per second of it.
-	if p.Time.Sub(a.lastFlush) >= time.Second {
-		a.lastFlush = p.Time
-		a.flushing = true
-		a.asm.FlushWithOptions(gpr.FlushOptions{T: p.Time.Add(-a.opt.FlushAfter), TC: p.Time.Add(-a.opt.IdleAfter)})
-		a.flushing = false
+	if a.clock != nil && a.clock.Due(p) {
+		a.Expire(p.Time)
 	}
 }
 
 // Expire gives up waiting data and closes idle connections by the given
-// time: a live capture calls it with the wall clock while no packet comes.
+// time: a live capture calls it with the wall clock while no packet comes,
+// and a caller with CallerFlushes when its FlushClock says so.
 func (a *Assembler) Expire(now time.Time) {
-	a.flushing = true
+	a.flushing, a.grouping = true, true
 	a.asm.FlushWithOptions(gpr.FlushOptions{T: now.Add(-a.opt.FlushAfter), TC: now.Add(-a.opt.IdleAfter)})
 	a.flushing = false
+	a.dispatch()
 }
 
 // Finish hands over all data still waiting and closes every connection.
 func (a *Assembler) Finish() {
-	a.flushing = true
+	a.flushing, a.grouping = true, true
 	a.asm.FlushAll()
 	a.flushing = false
+	a.dispatch()
+}
+
+// Callbacks of a flush over all connections. gopacket's assembler visits
+// the connections in the order of a Go map, a new one each run, so the
+// Handler calls they make are held and then made connection by connection
+// in the order of the packets that created the connections: the same on
+// every run, and the same for assemblers that share a capture's
+// connections (each makes its calls in that order, and a caller merging
+// theirs by the connections' first frames gets one assembler's order).
+
+type callbackKind uint8
+
+const (
+	callOpen callbackKind = iota
+	callGap
+	callData
+	callClosed
+)
+
+type callback struct {
+	s              *stream
+	kind           callbackKind
+	dir            Direction
+	lost           int
+	at             Span
+	data0, data1   int // the data in Assembler.heldData
+	spans0, spans1 int // the spans in Assembler.heldSpans
+}
+
+// hold queues a callback of a flush; data and spans are copied.
+func (a *Assembler) hold(c callback, data []byte, spans []Span) {
+	c.data0 = len(a.heldData)
+	a.heldData = append(a.heldData, data...)
+	c.data1 = len(a.heldData)
+	c.spans0 = len(a.heldSpans)
+	a.heldSpans = append(a.heldSpans, spans...)
+	c.spans1 = len(a.heldSpans)
+	a.held = append(a.held, c)
+}
+
+// dispatch makes the held callbacks, connection by connection.
+func (a *Assembler) dispatch() {
+	a.grouping = false
+	held := a.held
+	slices.SortStableFunc(held, func(x, y callback) int {
+		p, q := x.s, y.s
+		if c := cmp.Compare(p.conn.First.File, q.conn.First.File); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(p.conn.First.Frame, q.conn.First.Frame); c != 0 {
+			return c
+		}
+		return cmp.Compare(p.order, q.order)
+	})
+	for i := range held {
+		c := &held[i]
+		s := c.s
+		switch c.kind {
+		case callOpen:
+			a.nextID++
+			s.conn.ID = a.nextID
+			a.h.Open(&s.conn)
+		case callGap:
+			a.h.Gap(&s.conn, c.dir, c.lost, c.at)
+		case callData:
+			a.h.Data(&s.conn, c.dir, a.heldData[c.data0:c.data1], a.heldSpans[c.spans0:c.spans1])
+		case callClosed:
+			a.h.Closed(&s.conn, c.at)
+		}
+	}
+	clear(held) // the streams
+	a.held, a.heldData, a.heldSpans = held[:0], a.heldData[:0], a.heldSpans[:0]
+	if cap(a.heldData) > 4<<20 {
+		a.heldData = nil // a large flush at the end need not stay
+	}
 }
 
 // inject feeds gopacket's assembler a segment without payload made up for
@@ -410,7 +551,9 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.As
 		return nil
 	}
 	src, dst := endpoints(netFlow, tcp)
-	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}), netFlow: netFlow}
+	a.nextOrder++
+	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}), netFlow: netFlow,
+		order: a.nextOrder}
 	if a.live >= a.opt.MaxConnections {
 		a.stats.ConnectionsDropped++
 		s.dropped = true
@@ -444,6 +587,7 @@ type stream struct {
 	dropped  bool
 	last     Span          // the last packet accepted
 	netFlow  gopacket.Flow // of the first packet, in firstDir
+	order    uint64        // creation order, after the first frame when sorting held callbacks
 
 	// Per direction: nxt is the next sequence number gopacket's assembler
 	// expects (kept up to date from Accept and the data handed over), end
@@ -554,10 +698,14 @@ func (s *stream) open() {
 		return
 	}
 	s.conn.opened = true
-	s.a.nextID++
 	s.a.stats.Connections++
-	s.conn.ID = s.a.nextID
 	s.conn.MidStream = [2]bool{!s.conn.syn[ToBroker], !s.conn.syn[ToClient]}
+	if s.a.grouping {
+		s.a.hold(callback{s: s, kind: callOpen}, nil, nil)
+		return
+	}
+	s.a.nextID++
+	s.conn.ID = s.a.nextID
 	s.a.h.Open(&s.conn)
 }
 
@@ -582,10 +730,18 @@ func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
 		if skip > 0 {
 			s.a.stats.GapBytes += int64(skip)
 		}
-		s.a.h.Gap(&s.conn, dir, skip, spans[0])
+		if s.a.grouping {
+			s.a.hold(callback{s: s, kind: callGap, dir: dir, lost: skip, at: spans[0]}, nil, nil)
+		} else {
+			s.a.h.Gap(&s.conn, dir, skip, spans[0])
+		}
 	}
 	if n > 0 {
-		s.a.h.Data(&s.conn, dir, sg.Fetch(n), spans)
+		if s.a.grouping {
+			s.a.hold(callback{s: s, kind: callData, dir: dir}, sg.Fetch(n), spans)
+		} else {
+			s.a.h.Data(&s.conn, dir, sg.Fetch(n), spans)
+		}
 	}
 }
 
@@ -594,7 +750,11 @@ func (s *stream) ReassemblyComplete(gpr.AssemblerContext) bool {
 		s.a.live--
 	}
 	if s.conn.opened {
-		s.a.h.Closed(&s.conn, s.last)
+		if s.a.grouping {
+			s.a.hold(callback{s: s, kind: callClosed, at: s.last}, nil, nil)
+		} else {
+			s.a.h.Closed(&s.conn, s.last)
+		}
 	}
 	return true
 }

@@ -183,6 +183,7 @@ unreadable input; 130 interrupted.`,
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown")
+	in.registerWorkers(cmd)
 	rf.register(cmd)
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,7 @@ type inputFlags struct {
 	bpfRaw         string
 	noProgress     bool
 	maxFrame       int
+	workers        int
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -40,6 +42,12 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
+}
+
+// registerWorkers adds --workers, for the commands that read files.
+func (f *inputFlags) registerWorkers(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0),
+		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same")
 }
 
 // captureFilter builds the --filter or --bpf-raw filter; nil when neither
@@ -83,13 +91,17 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		}
 		table = table.WithHeaderV3(key, ver)
 	}
+	if f.workers < 0 || f.workers > 256 {
+		return opt, form, fmt.Errorf("--workers %d: want 1 to 256", f.workers)
+	}
 	flt, err := f.captureFilter()
 	if err != nil {
 		return opt, form, err
 	}
 	opt = pipeline.Options{
-		Files:  files,
-		Filter: flt,
+		Files:   files,
+		Filter:  flt,
+		Workers: f.workers,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(min(f.maxFrame, 1<<30))},

@@ -56,6 +56,7 @@ Several files are merged in time order; "-" reads standard input.`,
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv")
+	in.registerWorkers(cmd)
 	return cmd
 }
 

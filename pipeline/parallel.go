@@ -1,0 +1,360 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+
+	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/reassembly"
+)
+
+// The parallel run. One goroutine reads the capture and deals its packets
+// to the workers by a hash of their connection, in chunks; each worker
+// reassembles and decodes its connections and records what it makes of
+// them, each record keyed by the number of the packet being added then;
+// the calling goroutine merges the workers' records of each chunk by that
+// key and replays them to the deliverer. The Sink hears the same events in
+// the same order as from one worker: a connection's events depend only on
+// its own packets, and time-driven flushes happen after the same packets
+// because one FlushClock over the whole capture decides them for all.
+//
+// Keys: packet number n is 2n; a flush after packet n is 2n+1, so that it
+// comes after that packet's own records whichever worker had the packet.
+
+const (
+	chunkPackets = 512     // packets per chunk, over all workers
+	chunkBytes   = 1 << 20 // or fewer, when their TCP bytes reach this
+	chunksAhead  = 16      // chunks in flight between reader and merger
+	keyFinish    = math.MaxInt64
+)
+
+// chunk is a run of consecutive packets, dealt to the workers in parts.
+type chunk struct {
+	arena []byte  // the TCP header and payload of each packet, read by all workers
+	parts []*part // one per worker
+	last  bool    // the final chunk: the workers finish their connections
+	err   error
+	// interrupted: the context ended the run.
+	interrupted bool
+	stats       capture.Stats
+}
+
+// part is one worker's share of one chunk, and then its records.
+type part struct {
+	chunk   *chunk
+	pkts    []packetRec
+	flushes []flushRec
+	// Set by the worker.
+	ops      []op
+	asmStats reassembly.Stats
+}
+
+type packetRec struct {
+	key     int64
+	file    int
+	frame   int64
+	time    time.Time
+	network gopacket.Flow
+	cut     bool
+	wire    int
+	off, n  int // the TCP header and payload in the chunk's arena
+}
+
+type flushRec struct {
+	key int64
+	at  time.Time
+}
+
+type opKind uint8
+
+const (
+	opOpen opKind = iota
+	opEvent
+	opGap
+	opClosed
+)
+
+// op is one thing a worker told its emitter.
+type op struct {
+	key  int64
+	kind opKind
+	conn *Conn
+	ev   decode.Event
+	side decode.Side
+	at   decode.Where
+	end  connEnd
+}
+
+// recorder is the emitter of a parallel worker.
+type recorder struct {
+	key int64
+	ops []op
+}
+
+func (r *recorder) open(c *Conn) { r.ops = append(r.ops, op{key: r.key, kind: opOpen, conn: c}) }
+func (r *recorder) event(c *Conn, e *decode.Event) {
+	r.ops = append(r.ops, op{key: r.key, kind: opEvent, conn: c, ev: *e})
+}
+func (r *recorder) gap(c *Conn, side decode.Side, at decode.Where) {
+	r.ops = append(r.ops, op{key: r.key, kind: opGap, conn: c, side: side, at: at})
+}
+func (r *recorder) closed(c *Conn, end connEnd) {
+	r.ops = append(r.ops, op{key: r.key, kind: opClosed, conn: c, end: end})
+}
+
+func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink Sink, sum *Summary) (Summary, error) {
+	n := opt.Workers
+	free := make(chan *chunk, chunksAhead)
+	for range chunksAhead {
+		c := &chunk{parts: make([]*part, n)}
+		for i := range c.parts {
+			c.parts[i] = &part{chunk: c}
+		}
+		free <- c
+	}
+	work := make([]chan *part, n)
+	done := make([]chan *part, n)
+	ropt := opt.Reassembly.Split(n)
+	ropt.CallerFlushes = true
+	for i := range n {
+		work[i] = make(chan *part, chunksAhead)
+		done[i] = make(chan *part, chunksAhead)
+		rec := &recorder{}
+		w := newWorker(ropt, opt.Decode, rec)
+		go runWorker(w, rec, work[i], done[i])
+	}
+	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
+	go rd.run()
+
+	d := &deliverer{sink: sink, sum: sum}
+	nextTick := time.Now().Add(time.Second)
+	tick := func(st capture.Stats) {
+		pr := d.progress(st)
+		pr.FileBytes = files.BytesRead()
+		opt.OnTick(pr)
+	}
+	parts := make([]*part, n)
+	for {
+		for i := range parts {
+			parts[i] = <-done[i]
+		}
+		replay(parts, d)
+		c := parts[0].chunk
+		if opt.OnTick != nil && time.Now().After(nextTick) {
+			nextTick = time.Now().Add(time.Second)
+			tick(c.stats)
+		}
+		if c.last {
+			// The dealer is done with the summary fields it keeps.
+			sum.First, sum.Last, sum.CutFrames = rd.first, rd.last, rd.cutFrames
+			sum.Interrupted = c.interrupted
+			if c.err != nil {
+				return *sum, c.err
+			}
+			sum.Capture = c.stats
+			for _, pt := range parts {
+				sum.Reassembly.Add(pt.asmStats)
+			}
+			sum.Problems = files.Problems()
+			if opt.OnTick != nil {
+				tick(c.stats)
+			}
+			return *sum, nil
+		}
+		c.reset()
+		free <- c
+	}
+}
+
+func (c *chunk) reset() {
+	c.arena = c.arena[:0]
+	for _, pt := range c.parts {
+		clear(pt.ops) // the events' strings and slices
+		pt.pkts, pt.flushes, pt.ops = pt.pkts[:0], pt.flushes[:0], pt.ops[:0]
+	}
+}
+
+// replay merges the records of one chunk by key and hands them to d. Only
+// flushes and the finish make records of equal keys in several workers;
+// each worker makes them connection by connection in the order of the
+// connections' first frames (see reassembly's Expire), and so they are
+// merged by that order.
+func replay(parts []*part, d *deliverer) {
+	var next [16]int
+	idx := next[:0]
+	if len(parts) > len(next) {
+		idx = make([]int, 0, len(parts))
+	}
+	idx = idx[:len(parts)]
+	for {
+		best := -1
+		for i, pt := range parts {
+			if idx[i] < len(pt.ops) && (best < 0 || pt.ops[idx[i]].before(&parts[best].ops[idx[best]])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		o := &parts[best].ops[idx[best]]
+		idx[best]++
+		switch o.kind {
+		case opOpen:
+			d.open(o.conn)
+		case opEvent:
+			d.event(o.conn, &o.ev)
+		case opGap:
+			d.gap(o.conn, o.side, o.at)
+		case opClosed:
+			d.closed(o.conn, o.end)
+		}
+	}
+}
+
+func (o *op) before(p *op) bool {
+	if o.key != p.key {
+		return o.key < p.key
+	}
+	a, b := o.conn.First, p.conn.First
+	return a.File < b.File || a.File == b.File && a.Frame < b.Frame
+}
+
+// runWorker adds the packets of each part to w's assembler, with the
+// flushes the dealer scheduled between them, recording what comes out.
+func runWorker(w *worker, rec *recorder, in <-chan *part, out chan<- *part) {
+	var tcp layers.TCP
+	var p capture.Packet
+	p.TCP = &tcp
+	flush := func(f flushRec) {
+		rec.key = f.key
+		w.asm.Expire(f.at)
+	}
+	for pt := range in {
+		arena := pt.chunk.arena
+		rec.ops = pt.ops[:0]
+		fi := 0
+		for i := range pt.pkts {
+			pk := &pt.pkts[i]
+			for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
+				flush(pt.flushes[fi])
+			}
+			// The dealer decoded these bytes once already: this cannot
+			// fail, and gives the same layer. (The layer cannot be
+			// copied instead: it keeps slices of the reader's buffer.)
+			if tcp.DecodeFromBytes(arena[pk.off:pk.off+pk.n], gopacket.NilDecodeFeedback) != nil {
+				continue
+			}
+			p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, pk.time, pk.network, pk.cut, pk.wire
+			rec.key = pk.key
+			w.asm.Add(&p)
+		}
+		for ; fi < len(pt.flushes); fi++ {
+			flush(pt.flushes[fi])
+		}
+		if c := pt.chunk; c.last && c.err == nil {
+			rec.key = keyFinish
+			w.asm.Finish()
+			pt.asmStats = w.asm.Stats()
+		}
+		pt.ops = rec.ops
+		out <- pt
+	}
+}
+
+// dealer reads the capture and deals its packets to the workers.
+type dealer struct {
+	ctx   context.Context
+	opt   Options
+	files *capture.Reader
+	free  <-chan *chunk
+	work  []chan *part
+	// Summary fields, read by the merger after the last chunk.
+	first, last time.Time
+	cutFrames   []decode.Where
+}
+
+func (rd *dealer) run() {
+	n := len(rd.work)
+	var c *chunk
+	take := func() { c = <-rd.free }
+	send := func(last, interrupted bool, err error) {
+		c.last, c.interrupted, c.err, c.stats = last, interrupted, err, rd.files.Stats()
+		for i, pt := range c.parts {
+			rd.work[i] <- pt
+		}
+	}
+	defer func() {
+		for _, w := range rd.work {
+			close(w)
+		}
+	}()
+	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
+	var p capture.Packet
+	var sum Summary // the fields note keeps
+	var seq int64
+	packets := 0
+	take()
+	for i := 0; ; i++ {
+		if i&1023 == 0 && rd.ctx.Err() != nil {
+			rd.finish(&sum)
+			send(true, true, nil)
+			return
+		}
+		if rd.opt.MaxPackets > 0 && rd.files.Stats().Packets >= rd.opt.MaxPackets {
+			break
+		}
+		err := rd.files.Next(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			rd.finish(&sum)
+			send(true, false, err)
+			return
+		}
+		sum.note(&p)
+		seq++
+		pt := c.parts[pick(&p, n)]
+		off := len(c.arena)
+		c.arena = append(c.arena, p.TCP.Contents...)
+		c.arena = append(c.arena, p.TCP.Payload...)
+		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, time: p.Time, network: p.Network,
+			cut: p.Cut, wire: p.WireLength, off: off, n: len(c.arena) - off})
+		if clock.Due(&p) {
+			for _, q := range c.parts {
+				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
+			}
+		}
+		packets++
+		if packets >= chunkPackets || len(c.arena) >= chunkBytes {
+			send(false, false, nil)
+			take()
+			packets = 0
+		}
+	}
+	rd.finish(&sum)
+	send(true, false, nil)
+}
+
+func (rd *dealer) finish(sum *Summary) {
+	rd.first, rd.last, rd.cutFrames = sum.First, sum.Last, sum.CutFrames
+}
+
+// pick deals a packet to a worker by its connection: both directions of a
+// connection hash alike.
+func pick(p *capture.Packet, n int) int {
+	a, b := uint64(p.TCP.SrcPort), uint64(p.TCP.DstPort)
+	if a > b {
+		a, b = b, a
+	}
+	h := p.Network.FastHash() ^ (a<<16|b)*0x9e3779b97f4a7c15
+	h ^= h >> 29
+	return int(h % uint64(n))
+}

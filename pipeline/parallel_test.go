@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/internal/synth"
+	"github.com/kidscope/kidscope/reassembly"
+)
+
+// tracer is a Sink that writes down every call with everything it was
+// given, so that two runs can be compared line by line.
+type tracer struct{ lines []string }
+
+func (t *tracer) Event(c *Conn, e *decode.Event) {
+	t.lines = append(t.lines, fmt.Sprintf("event conn %d %s>%s mid=%v first=%v: %+v", c.ID, c.Client, c.Broker, c.MidStream, c.First, *e))
+}
+
+func (t *tracer) Gap(c *Conn, side decode.Side, at decode.Where) {
+	t.lines = append(t.lines, fmt.Sprintf("gap conn %d side %v at %v (gaps %d)", c.ID, side, at, c.Gaps))
+}
+
+func (t *tracer) Closed(c *Conn) { t.lines = append(t.lines, fmt.Sprintf("closed %+v", *c)) }
+
+func traceRun(t *testing.T, opt Options) ([]string, Summary) {
+	t.Helper()
+	tr := &tracer{}
+	sum, err := Run(context.Background(), opt, tr)
+	if err != nil {
+		t.Fatalf("Run with %d workers: %v", opt.Workers, err)
+	}
+	return tr.lines, sum
+}
+
+// sameRun requires the runs with more workers to make exactly the calls,
+// in the same order, and the same summary, as the run with one.
+func sameRun(t *testing.T, opt Options, workers ...int) int {
+	t.Helper()
+	opt.Workers = 1
+	want, wantSum := traceRun(t, opt)
+	for _, n := range workers {
+		opt.Workers = n
+		got, sum := traceRun(t, opt)
+		for i := range max(len(got), len(want)) {
+			if i >= len(got) || i >= len(want) || got[i] != want[i] {
+				g, w := "(none)", "(none)"
+				if i < len(got) {
+					g = got[i]
+				}
+				if i < len(want) {
+					w = want[i]
+				}
+				t.Fatalf("%d workers: call %d of %d differs from one worker's (%d calls)\ngot  %s\nwant %s", n, i, len(got), len(want), g, w)
+			}
+		}
+		if g, w := fmt.Sprintf("%+v", sum), fmt.Sprintf("%+v", wantSum); g != w {
+			t.Fatalf("%d workers: summary differs\ngot  %s\nwant %s", n, g, w)
+		}
+	}
+	return len(want)
+}
+
+// TestWorkersSameCalls runs every sample capture, every capture of the
+// synthetic corpus and the real-client captures with one worker and with
+// several: the Sink must hear the same calls in the same order.
+func TestWorkersSameCalls(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"../samples/captures/*.pcapng", "../testdata/real/*.pcap"} {
+		m, err := filepath.Glob(pat)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("%s: no captures (%v)", pat, err)
+		}
+		files = append(files, m...)
+	}
+	dir := t.TempDir()
+	for _, v := range synth.Variants() {
+		path := filepath.Join(dir, v.Name+v.Ext)
+		if _, err := v.Write(path); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	for _, f := range files {
+		opt := Options{Files: []string{f}, Reassembly: reassembly.Options{Ports: reassembly.Ports{Auto: true}}}
+		if sameRun(t, opt, 2, 3) == 0 {
+			t.Errorf("%s: no calls", f)
+		}
+	}
+	// All of them at once: merged in time order, same 4-tuples across files.
+	sameRun(t, Options{Files: files, Reassembly: reassembly.Options{Ports: reassembly.Ports{Auto: true}}}, 2, 5)
+}
+
+// TestWorkersSameCallsOnLoad does the same on the project's load generator
+// with hundreds of connections, reordered and retransmitted segments and
+// mid-stream starts, spread over ten seconds of capture time; then with
+// one packet in fifty dropped, so that waiting data is given up by capture
+// time and idle connections are closed: flushes that must happen after the
+// same packets whichever worker holds a connection.
+func TestWorkersSameCallsOnLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the load generator")
+	}
+	dir := t.TempDir()
+	load := filepath.Join(dir, "load.pcap")
+	cmd := exec.Command("go", "run", "../bench/loadgen", "-bytes", "8MB", "-conns", "300", "-rate", "800KB",
+		"-ooo", "0.02", "-dup", "0.01", "-q", "-o", load)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	lossy := filepath.Join(dir, "lossy.pcap")
+	dropPackets(t, load, lossy, 50)
+	ropt := reassembly.Options{Ports: reassembly.DefaultPorts(), FlushAfter: 500 * time.Millisecond, IdleAfter: 2 * time.Second}
+	for _, f := range []string{load, lossy} {
+		n := sameRun(t, Options{Files: []string{f}, Reassembly: ropt}, 2, 4, 7)
+		t.Logf("%s: %d calls", filepath.Base(f), n)
+	}
+	// The lossy load must exercise what the test is for.
+	_, sum := traceRun(t, Options{Files: []string{lossy}, Reassembly: ropt, Workers: 3})
+	if sum.Gaps < 100 || sum.Connections < 300 {
+		t.Errorf("lossy load: %d gaps, %d connections; the test wants many of both", sum.Gaps, sum.Connections)
+	}
+}
+
+// dropPackets copies the pcap in to out without one packet in every n, at
+// random.
+func dropPackets(t *testing.T, in, out string, n int) {
+	t.Helper()
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	w := pcapgo.NewWriter(o)
+	if err := w.WriteFileHeader(r.Snaplen(), r.LinkType()); err != nil {
+		t.Fatal(err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for {
+		data, ci, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rnd.IntN(n) == 0 {
+			continue
+		}
+		if err := w.WritePacket(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
