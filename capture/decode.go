@@ -65,12 +65,14 @@ const (
 
 // frameInfo is what decodeFrame reports beside its verdict.
 type frameInfo struct {
-	cut    bool // the snap length cut the TCP payload
-	padded bool // bytes after the IP packet were trimmed
+	cut    bool   // the snap length cut the TCP payload
+	padded bool   // bytes after the IP packet were trimmed
+	seg    []byte // the TCP segment, trimmed to the IP length
 }
 
 // decodeFrame decodes one frame of the given link type. For a TCP segment it
-// fills tcp (whose Payload aliases data, trimmed to the IP length) and flow.
+// fills flow and, when tcp is not nil, tcp (whose Payload aliases data,
+// trimmed to the IP length).
 func decodeFrame(link layers.LinkType, data []byte, tcp *layers.TCP, flow *gopacket.Flow) (verdict, frameInfo) {
 	ipb, version, v := linkPayload(link, data)
 	if v != isTCP {
@@ -101,10 +103,16 @@ func decodeFrame(link layers.LinkType, data []byte, tcp *layers.TCP, flow *gopac
 	if hlen < 20 || hlen > declared || hlen > len(seg) {
 		return isMalformed, frameInfo{}
 	}
-	if err := tcp.DecodeFromBytes(seg, gopacket.NilDecodeFeedback); err != nil {
-		return isMalformed, frameInfo{}
+	// gopacket's decoder fails on nothing more than the checks above (it
+	// stops at a malformed option and keeps the ones before): a caller
+	// may leave it to later, on the segment.
+	if tcp != nil {
+		if err := tcp.DecodeFromBytes(seg, gopacket.NilDecodeFeedback); err != nil {
+			return isMalformed, frameInfo{}
+		}
 	}
 	info.cut = len(seg) < declared
+	info.seg = seg
 	return isTCP, info
 }
 

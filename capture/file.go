@@ -66,7 +66,13 @@ type Reader struct {
 	problems []error
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
+	leaveTCP bool
 }
+
+// LeaveTCP makes Next leave the TCP header undecoded (Packet.TCP nil) for a
+// caller that decodes Packet.Segment elsewhere, such as on another
+// goroutine. Call it before the first Next.
+func (r *Reader) LeaveTCP() { r.leaveTCP = true }
 
 // packetSource is what both pcapgo readers offer.
 type packetSource interface {
@@ -327,7 +333,11 @@ func (r *Reader) advance(s *source) bool {
 			r.stats.Filtered++
 			continue
 		}
-		v, info := decodeFrame(link, data, &s.tcp, &s.head.Network)
+		tcp := &s.tcp
+		if r.leaveTCP {
+			tcp = nil
+		}
+		v, info := decodeFrame(link, data, tcp, &s.head.Network)
 		if !r.stats.count(v, info) {
 			continue
 		}
@@ -335,6 +345,8 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Frame = s.frame
 		s.head.Time = ci.Timestamp
 		s.head.Cut = info.cut
+		s.head.Segment = info.seg
+		s.head.TCP = tcp
 		s.head.WireLength = ci.Length
 		return true
 	}

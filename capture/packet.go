@@ -18,6 +18,10 @@ type Packet struct {
 	// layer, ready for gopacket's reassembly.Assembler.
 	Network gopacket.Flow
 	TCP     *layers.TCP
+	// Segment is the TCP header and payload as captured, trimmed to the IP
+	// length. With Reader.LeaveTCP, TCP is nil and Segment is what there
+	// is, for the caller to decode (it decodes without error).
+	Segment []byte
 	// Cut is true when the snap length cut this frame's TCP payload: the
 	// payload is shorter than the IP header says, so bytes are missing.
 	Cut bool

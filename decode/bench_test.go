@@ -57,3 +57,26 @@ func BenchmarkRequestHeader(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkResync measures the search for a frame start in a stream the
+// capture joined inside a 1 MiB response of random record bytes: every
+// position is a candidate until its size field says otherwise.
+func BenchmarkResync(b *testing.B) {
+	noise := make([]byte, 1<<20)
+	x := uint32(1)
+	for i := range noise {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		noise[i] = byte(x)
+	}
+	b.SetBytes(int64(len(noise)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c := NewConn(Options{})
+		c.Start(BrokerSide, true)
+		for k := 0; k < len(noise); k += 1448 {
+			c.Feed(BrokerSide, noise[k:min(k+1448, len(noise))], []Span{{End: min(1448, len(noise)-k)}})
+		}
+	}
+}

@@ -27,9 +27,9 @@ const maxWaiting = 64
 // arrive.
 func (c *Conn) resync(f *framer, atEnd bool) {
 	judge := c.judgeRequest
-	minLen := 12
+	minLen, minSize := 12, int32(8)
 	if f.side == BrokerSide {
-		judge, minLen = c.judgeResponse, 8
+		judge, minLen, minSize = c.judgeResponse, 8, 4
 	}
 	waits := f.waits[:0]
 	for _, p := range f.waits {
@@ -42,8 +42,19 @@ func (c *Conn) resync(f *framer, atEnd bool) {
 		}
 	}
 	p := f.scanned
-	for ; p+minLen <= len(f.scan); p++ {
-		switch judge(f.scan[p:], atEnd) {
+	// Both judges begin with the size field: most positions fail it, and
+	// are passed over here without the call; most of those already on the
+	// size's first byte, over that of the largest size.
+	top := byte(uint32(c.opt.MaxFrameSize) >> 24)
+	scan := f.scan
+	for ; p+minLen <= len(scan); p++ {
+		if scan[p] > top {
+			continue
+		}
+		if size := int32(binary.BigEndian.Uint32(scan[p:])); size < minSize || size > c.opt.MaxFrameSize {
+			continue
+		}
+		switch judge(scan[p:], atEnd) {
 		case accept:
 			c.regain(f, p)
 			return

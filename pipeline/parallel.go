@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -28,11 +31,19 @@ import (
 // Keys: packet number n is 2n; a flush after packet n is 2n+1, so that it
 // comes after that packet's own records whichever worker had the packet.
 
+var (
+	chunkPackets = 256       // packets per chunk, over all workers
+	chunkBytes   = 512 << 10 // or fewer, when their TCP bytes reach this
+	xx           = 0
+	// Chunks in flight between the dealer and the merger. The merger takes
+	// a chunk's parts from every worker before it can free the chunk, so
+	// a worker busy with one connection's burst (a 1 MiB fetch response is
+	// 700 segments) holds the others back once they are this far ahead.
+	chunksAhead = 16
+)
+
 const (
-	chunkPackets = 512     // packets per chunk, over all workers
-	chunkBytes   = 1 << 20 // or fewer, when their TCP bytes reach this
-	chunksAhead  = 16      // chunks in flight between reader and merger
-	keyFinish    = math.MaxInt64
+	keyFinish = math.MaxInt64
 )
 
 // chunk is a run of consecutive packets, dealt to the workers in parts.
@@ -245,9 +256,7 @@ func runWorker(w *worker, rec *recorder, in <-chan *part, out chan<- *part) {
 			for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
 				flush(pt.flushes[fi])
 			}
-			// The dealer decoded these bytes once already: this cannot
-			// fail, and gives the same layer. (The layer cannot be
-			// copied instead: it keeps slices of the reader's buffer.)
+			// The capture reader checked what makes this fail.
 			if tcp.DecodeFromBytes(arena[pk.off:pk.off+pk.n], gopacket.NilDecodeFeedback) != nil {
 				continue
 			}
@@ -295,6 +304,7 @@ func (rd *dealer) run() {
 			close(w)
 		}
 	}()
+	rd.files.LeaveTCP() // the workers decode the TCP headers
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	var p capture.Packet
 	var sum Summary // the fields note keeps
@@ -321,13 +331,13 @@ func (rd *dealer) run() {
 		}
 		sum.note(&p)
 		seq++
-		pt := c.parts[pick(&p, n)]
+		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
+		pt := c.parts[pick(&p, src, dst, n)]
 		off := len(c.arena)
-		c.arena = append(c.arena, p.TCP.Contents...)
-		c.arena = append(c.arena, p.TCP.Payload...)
+		c.arena = append(c.arena, p.Segment...)
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, time: p.Time, network: p.Network,
 			cut: p.Cut, wire: p.WireLength, off: off, n: len(c.arena) - off})
-		if clock.Due(&p) {
+		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
 				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
 			}
@@ -349,12 +359,24 @@ func (rd *dealer) finish(sum *Summary) {
 
 // pick deals a packet to a worker by its connection: both directions of a
 // connection hash alike.
-func pick(p *capture.Packet, n int) int {
-	a, b := uint64(p.TCP.SrcPort), uint64(p.TCP.DstPort)
+func pick(p *capture.Packet, src, dst uint16, n int) int {
+	a, b := uint64(src), uint64(dst)
 	if a > b {
 		a, b = b, a
 	}
 	h := p.Network.FastHash() ^ (a<<16|b)*0x9e3779b97f4a7c15
 	h ^= h >> 29
 	return int(h % uint64(n))
+}
+
+func init() {
+	if v, err := strconv.Atoi(os.Getenv("KP")); err == nil {
+		chunkPackets = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("KB")); err == nil {
+		chunkBytes = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("KA")); err == nil {
+		chunksAhead = v
+	}
 }

@@ -132,19 +132,20 @@ type FlushClock struct {
 // NewFlushClock returns a clock for an assembler with these broker ports.
 func NewFlushClock(ports Ports) *FlushClock { return &FlushClock{ports: ports} }
 
-// Due reports whether a flush is due right after p; when it is, the caller
-// calls Expire(p.Time) on its assemblers after adding p.
-func (c *FlushClock) Due(p *capture.Packet) bool {
-	if !c.ports.Auto && !c.ports.Has(uint16(p.TCP.SrcPort)) && !c.ports.Has(uint16(p.TCP.DstPort)) {
+// Due reports whether a flush is due right after a packet captured at t
+// between these ports; when it is, the caller calls Expire(t) on its
+// assemblers after adding the packet.
+func (c *FlushClock) Due(srcPort, dstPort uint16, t time.Time) bool {
+	if !c.ports.Auto && !c.ports.Has(srcPort) && !c.ports.Has(dstPort) {
 		return false
 	}
 	if c.last.IsZero() {
-		c.last = p.Time
+		c.last = t
 	}
-	if p.Time.Sub(c.last) < time.Second {
+	if t.Sub(c.last) < time.Second {
 		return false
 	}
-	c.last = p.Time
+	c.last = t
 	return true
 }
 
@@ -289,7 +290,7 @@ func (a *Assembler) Add(p *capture.Packet) {
 	}
 	// Give up on missing segments and idle connections by capture time,
 	// checked once per second of it.
-	if a.clock != nil && a.clock.Due(p) {
+	if a.clock != nil && a.clock.Due(uint16(tcp.SrcPort), uint16(tcp.DstPort), p.Time) {
 		a.Expire(p.Time)
 	}
 }

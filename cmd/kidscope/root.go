@@ -40,9 +40,18 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		return nil
 	}
+	var memProfile string
+	root.PersistentFlags().StringVar(&memProfile, "debug-memprofile", "", "write a profile of the run's allocations to this file")
+	_ = root.PersistentFlags().MarkHidden("debug-memprofile")
 	root.PersistentPostRun = func(*cobra.Command, []string) {
 		if stopProfile != nil {
 			stopProfile()
+		}
+		if memProfile != "" {
+			if f, err := os.Create(memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
 		}
 	}
 	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
