@@ -210,6 +210,13 @@ type framer struct {
 	msg     *Message // the frame in progress (nil between frames: thousands of connections)
 	lastAt  Where
 
+	// lostState is there only while the side is lost: most of 100,000
+	// connections never are, and need not carry it.
+	*lostState
+}
+
+// lostState is what a lost side keeps while it looks for a frame start.
+type lostState struct {
 	scan    []byte // bytes kept while lost
 	marks   []Span // spans of scan
 	scanAt  int64  // bytes dropped from the front of scan while lost
@@ -224,10 +231,16 @@ func (f *framer) lose() {
 	f.lost = true
 	f.nSize, f.got, f.headed = 0, 0, false
 	f.buf = f.buf[:0]
+	if f.lostState == nil {
+		f.lostState = new(lostState)
+	}
 	f.clearScan()
 }
 
 func (f *framer) clearScan() {
+	if f.lostState == nil {
+		return
+	}
 	f.scan, f.marks, f.waits = f.scan[:0], f.marks[:0], f.waits[:0]
 	f.scanAt, f.scanned, f.tlsLooked = 0, 0, 0
 }
@@ -237,7 +250,11 @@ func (f *framer) clearScan() {
 func (f *framer) resetFrame() {
 	f.nSize, f.got, f.headed = 0, 0, false
 	f.buf = f.buf[:0]
-	if cap(f.buf) > 4<<10 {
+	if cap(f.buf) > 256 {
+		// A body the rules read (an ApiVersions or JoinGroup response
+		// can be kilobytes) needs its buffer only until it is decoded:
+		// kept by each of 100,000 idle connections, such buffers were
+		// most of the heap. Headers fit in what stays.
 		f.buf = nil
 	}
 	f.msg = nil

@@ -119,8 +119,7 @@ func (c *Conn) regain(f *framer, p int) {
 		}
 	}
 	f.lost = false
-	f.clearScan()
-	f.scan, f.marks, f.waits = nil, nil, nil // found: the scan's memory is not needed any more
+	f.lostState = nil // found: the scan's memory is not needed any more
 	f.resetFrame()
 	if f.side == ClientSide {
 		c.candidate = false

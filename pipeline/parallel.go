@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -31,18 +29,19 @@ import (
 // Keys: packet number n is 2n; a flush after packet n is 2n+1, so that it
 // comes after that packet's own records whichever worker had the packet.
 
-var (
+const (
 	chunkPackets = 256       // packets per chunk, over all workers
 	chunkBytes   = 512 << 10 // or fewer, when their TCP bytes reach this
-	xx           = 0
 	// Chunks in flight between the dealer and the merger. The merger takes
 	// a chunk's parts from every worker before it can free the chunk, so
 	// a worker busy with one connection's burst (a 1 MiB fetch response is
 	// 700 segments) holds the others back once they are this far ahead.
 	chunksAhead = 16
-)
-
-const (
+	// batchOps is the most records a worker holds before it hands them
+	// over: the end of a capture closes every connection at once (100,000
+	// of them, at the connection cap), and those records are passed on as
+	// they come, not all held.
+	batchOps  = 1024
 	keyFinish = math.MaxInt64
 )
 
@@ -63,7 +62,6 @@ type part struct {
 	pkts    []packetRec
 	flushes []flushRec
 	// Set by the worker.
-	ops      []op
 	asmStats reassembly.Stats
 }
 
@@ -92,32 +90,71 @@ const (
 	opClosed
 )
 
-// op is one thing a worker told its emitter.
+// op is one thing a worker told its emitter; the event or the end of the
+// connection it carries is at index i of its batch's events or ends.
 type op struct {
 	key  int64
 	kind opKind
-	conn *Conn
-	ev   decode.Event
 	side decode.Side
+	i    int32
+	conn *Conn
 	at   decode.Where
-	end  connEnd
 }
 
-// recorder is the emitter of a parallel worker.
+// batch is a run of a worker's records; done is set on the last batch of
+// a part.
+type batch struct {
+	ops    []op
+	events []decode.Event
+	ends   []End
+	done   *part
+}
+
+func (b *batch) reset() {
+	clear(b.events) // their strings and slices
+	clear(b.ends)
+	b.ops, b.events, b.ends, b.done = b.ops[:0], b.events[:0], b.ends[:0], nil
+}
+
+// recorder is the emitter of a parallel worker: it keeps the records in
+// batches, and hands over each batch when it is full.
 type recorder struct {
-	key int64
-	ops []op
+	key  int64
+	cur  *batch
+	out  chan<- *batch
+	free chan *batch
 }
 
-func (r *recorder) open(c *Conn) { r.ops = append(r.ops, op{key: r.key, kind: opOpen, conn: c}) }
+func (r *recorder) add(o op) {
+	o.key = r.key
+	r.cur.ops = append(r.cur.ops, o)
+	if len(r.cur.ops) >= batchOps {
+		r.send(nil)
+	}
+}
+
+// send hands over the current batch, as the last of pt when pt is set.
+func (r *recorder) send(pt *part) {
+	r.cur.done = pt
+	r.out <- r.cur
+	select {
+	case r.cur = <-r.free:
+	default:
+		r.cur = new(batch)
+	}
+}
+
+func (r *recorder) open(c *Conn) { r.add(op{kind: opOpen, conn: c}) }
 func (r *recorder) event(c *Conn, e *decode.Event) {
-	r.ops = append(r.ops, op{key: r.key, kind: opEvent, conn: c, ev: *e})
+	r.cur.events = append(r.cur.events, *e)
+	r.add(op{kind: opEvent, conn: c, i: int32(len(r.cur.events) - 1)})
 }
 func (r *recorder) gap(c *Conn, side decode.Side, at decode.Where) {
-	r.ops = append(r.ops, op{key: r.key, kind: opGap, conn: c, side: side, at: at})
+	r.add(op{kind: opGap, conn: c, side: side, at: at})
 }
-func (r *recorder) closed(c *Conn, end connEnd) {
-	r.ops = append(r.ops, op{key: r.key, kind: opClosed, conn: c, end: end})
+func (r *recorder) closed(c *Conn, end End) {
+	r.cur.ends = append(r.cur.ends, end)
+	r.add(op{kind: opClosed, conn: c, i: int32(len(r.cur.ends) - 1)})
 }
 
 func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink Sink, sum *Summary) (Summary, error) {
@@ -131,15 +168,16 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		free <- c
 	}
 	work := make([]chan *part, n)
-	done := make([]chan *part, n)
+	done := make([]chan *batch, n)
+	batches := make(chan *batch, 4*n) // spent batches, for the recorders to reuse
 	ropt := opt.Reassembly.Split(n)
 	ropt.CallerFlushes = true
 	for i := range n {
 		work[i] = make(chan *part, chunksAhead)
-		done[i] = make(chan *part, chunksAhead)
-		rec := &recorder{}
+		done[i] = make(chan *batch, chunksAhead)
+		rec := &recorder{cur: new(batch), out: done[i], free: batches}
 		w := newWorker(ropt, opt.Decode, rec)
-		go runWorker(w, rec, work[i], done[i])
+		go runWorker(w, rec, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
 	go rd.run()
@@ -153,10 +191,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 	}
 	parts := make([]*part, n)
 	for {
-		for i := range parts {
-			parts[i] = <-done[i]
-		}
-		replay(parts, d)
+		replay(done, batches, parts, d)
 		c := parts[0].chunk
 		if opt.OnTick != nil && time.Now().After(nextTick) {
 			nextTick = time.Now().Add(time.Second)
@@ -187,45 +222,66 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 func (c *chunk) reset() {
 	c.arena = c.arena[:0]
 	for _, pt := range c.parts {
-		clear(pt.ops) // the events' strings and slices
-		pt.pkts, pt.flushes, pt.ops = pt.pkts[:0], pt.flushes[:0], pt.ops[:0]
+		pt.pkts, pt.flushes = pt.pkts[:0], pt.flushes[:0]
 	}
 }
 
-// replay merges the records of one chunk by key and hands them to d. Only
-// flushes and the finish make records of equal keys in several workers;
-// each worker makes them connection by connection in the order of the
-// connections' first frames (see reassembly's Expire), and so they are
-// merged by that order.
-func replay(parts []*part, d *deliverer) {
-	var next [16]int
-	idx := next[:0]
-	if len(parts) > len(next) {
-		idx = make([]int, 0, len(parts))
+// replay merges the records of one chunk, batch by batch as the workers
+// hand them over, by key, and hands them to d; parts[i] is then worker i's
+// part of the chunk. Only flushes and the finish make records of equal
+// keys in several workers; each worker makes them connection by connection
+// in the order of the connections' first frames (see reassembly's Expire),
+// and so they are merged by that order.
+func replay(done []chan *batch, spent chan *batch, parts []*part, d *deliverer) {
+	cur := make([]*batch, len(done))
+	idx := make([]int, len(done))
+	for i := range done {
+		cur[i] = <-done[i]
 	}
-	idx = idx[:len(parts)]
 	for {
 		best := -1
-		for i, pt := range parts {
-			if idx[i] < len(pt.ops) && (best < 0 || pt.ops[idx[i]].before(&parts[best].ops[idx[best]])) {
+		for i, b := range cur {
+			for b != nil && idx[i] == len(b.ops) {
+				// This batch is spent: the worker's next one, or its
+				// part is done.
+				if b.done != nil {
+					parts[i] = b.done
+					b = nil
+				} else {
+					b = <-done[i]
+				}
+				recycle(spent, cur[i])
+				cur[i], idx[i] = b, 0
+			}
+			if b != nil && (best < 0 || b.ops[idx[i]].before(&cur[best].ops[idx[best]])) {
 				best = i
 			}
 		}
 		if best < 0 {
 			return
 		}
-		o := &parts[best].ops[idx[best]]
+		b := cur[best]
+		o := &b.ops[idx[best]]
 		idx[best]++
 		switch o.kind {
 		case opOpen:
 			d.open(o.conn)
 		case opEvent:
-			d.event(o.conn, &o.ev)
+			d.event(o.conn, &b.events[o.i])
 		case opGap:
 			d.gap(o.conn, o.side, o.at)
 		case opClosed:
-			d.closed(o.conn, o.end)
+			d.closed(o.conn, b.ends[o.i])
 		}
+	}
+}
+
+// recycle gives a spent batch back for reuse, when there is room.
+func recycle(spent chan *batch, b *batch) {
+	b.reset()
+	select {
+	case spent <- b:
+	default:
 	}
 }
 
@@ -239,7 +295,7 @@ func (o *op) before(p *op) bool {
 
 // runWorker adds the packets of each part to w's assembler, with the
 // flushes the dealer scheduled between them, recording what comes out.
-func runWorker(w *worker, rec *recorder, in <-chan *part, out chan<- *part) {
+func runWorker(w *worker, rec *recorder, in <-chan *part) {
 	var tcp layers.TCP
 	var p capture.Packet
 	p.TCP = &tcp
@@ -249,7 +305,6 @@ func runWorker(w *worker, rec *recorder, in <-chan *part, out chan<- *part) {
 	}
 	for pt := range in {
 		arena := pt.chunk.arena
-		rec.ops = pt.ops[:0]
 		fi := 0
 		for i := range pt.pkts {
 			pk := &pt.pkts[i]
@@ -272,8 +327,7 @@ func runWorker(w *worker, rec *recorder, in <-chan *part, out chan<- *part) {
 			w.asm.Finish()
 			pt.asmStats = w.asm.Stats()
 		}
-		pt.ops = rec.ops
-		out <- pt
+		rec.send(pt)
 	}
 }
 
@@ -367,16 +421,4 @@ func pick(p *capture.Packet, src, dst uint16, n int) int {
 	h := p.Network.FastHash() ^ (a<<16|b)*0x9e3779b97f4a7c15
 	h ^= h >> 29
 	return int(h % uint64(n))
-}
-
-func init() {
-	if v, err := strconv.Atoi(os.Getenv("KP")); err == nil {
-		chunkPackets = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("KB")); err == nil {
-		chunkBytes = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("KA")); err == nil {
-		chunksAhead = v
-	}
 }

@@ -24,14 +24,22 @@ import (
 type tracer struct{ lines []string }
 
 func (t *tracer) Event(c *Conn, e *decode.Event) {
-	t.lines = append(t.lines, fmt.Sprintf("event conn %d %s>%s mid=%v first=%v: %+v", c.ID, c.Client, c.Broker, c.MidStream, c.First, *e))
+	t.lines = append(t.lines, fmt.Sprintf("event conn %d %s>%s mid=%v first=%v gaps=%d: %+v", c.ID, c.Client, c.Broker, c.MidStream, c.First, c.Gaps, *e))
+}
+
+func (t *tracer) Open(c *Conn) {
+	t.lines = append(t.lines, fmt.Sprintf("open conn %d %s>%s mid=%v first=%v", c.ID, c.Client, c.Broker, c.MidStream, c.First))
 }
 
 func (t *tracer) Gap(c *Conn, side decode.Side, at decode.Where) {
 	t.lines = append(t.lines, fmt.Sprintf("gap conn %d side %v at %v (gaps %d)", c.ID, side, at, c.Gaps))
 }
 
-func (t *tracer) Closed(c *Conn) { t.lines = append(t.lines, fmt.Sprintf("closed %+v", *c)) }
+func (t *tracer) Closed(c *Conn) {
+	end, conn := *c.End, *c
+	conn.End = nil // not the pointer
+	t.lines = append(t.lines, fmt.Sprintf("closed %+v: %+v", conn, end))
+}
 
 func traceRun(t *testing.T, opt Options) ([]string, Summary) {
 	t.Helper()

@@ -48,8 +48,15 @@ type Conn struct {
 	// NotKafka names what the connection carries when it is not Kafka
 	// ("TLS", …); empty for Kafka.
 	NotKafka string
-	Close    reassembly.CloseInfo
-	// Counters are the decoder's totals, final once Closed was called.
+	// End is set when the connection closed, before Sink.Closed.
+	End *End
+}
+
+// End is what is known of a connection once it closed. (Kept apart from
+// Conn, which each of 100,000 open connections carries.)
+type End struct {
+	Close reassembly.CloseInfo
+	// Counters are the decoder's totals.
 	Counters decode.Counters
 	ClientID string
 }
@@ -61,6 +68,12 @@ type Sink interface {
 	Event(c *Conn, e *decode.Event)
 	// Closed is called once per connection, after its last event.
 	Closed(c *Conn)
+}
+
+// OpenSink is a Sink that also wants to hear of each connection when it
+// opens, before its first event.
+type OpenSink interface {
+	Open(c *Conn)
 }
 
 // GapSink is a Sink that also wants to hear of lost bytes, before the
@@ -231,14 +244,7 @@ type emitter interface {
 	open(c *Conn)
 	event(c *Conn, e *decode.Event)
 	gap(c *Conn, side decode.Side, at decode.Where)
-	closed(c *Conn, end connEnd)
-}
-
-// connEnd is what a worker knows of a connection once it closed.
-type connEnd struct {
-	close    reassembly.CloseInfo
-	counters decode.Counters
-	clientID string
+	closed(c *Conn, end End)
 }
 
 // workerConn is a worker's own state of a connection. The worker fills in
@@ -296,7 +302,7 @@ func (w *worker) Closed(rc *reassembly.Conn, at reassembly.Span) {
 	wc := rc.User.(*workerConn)
 	w.emit(wc, wc.dec.Finish())
 	id, _ := wc.dec.ClientID()
-	w.out.closed(wc.conn, connEnd{close: rc.Close, counters: wc.dec.Counters(), clientID: id})
+	w.out.closed(wc.conn, End{Close: rc.Close, Counters: wc.dec.Counters(), ClientID: id})
 	wc.dec = nil // its buffers are no longer needed
 }
 
@@ -327,6 +333,9 @@ func (d *deliverer) open(c *Conn) {
 	c.ID = d.nextID
 	d.sum.Connections++
 	d.openNow++
+	if o, ok := d.sink.(OpenSink); ok {
+		o.Open(c)
+	}
 }
 
 func (d *deliverer) event(c *Conn, e *decode.Event) {
@@ -352,12 +361,10 @@ func (d *deliverer) gap(c *Conn, side decode.Side, at decode.Where) {
 	}
 }
 
-func (d *deliverer) closed(c *Conn, end connEnd) {
-	c.Close = end.close
-	c.Counters = end.counters
-	c.ClientID = end.clientID
+func (d *deliverer) closed(c *Conn, end End) {
+	c.End = &end
 	d.openNow--
-	n := &c.Counters
+	n := &end.Counters
 	s := d.sum
 	s.Requests += n.Requests
 	s.Responses += n.Responses

@@ -187,29 +187,29 @@ func TestVariants(t *testing.T) {
 				t.Fatalf("%d connections, want 4", len(col.closed))
 			}
 			for i, c := range col.closed {
-				if c.ID != i+1 || c.MidStream || c.Gaps != 0 || !c.Close.Seen {
+				if c.ID != i+1 || c.MidStream || c.Gaps != 0 || !c.End.Close.Seen {
 					t.Errorf("connection %d: %+v", i+1, c)
 				}
 			}
-			if c := col.closed[0].Close; c.Reset || c.By != reassembly.ToBroker {
+			if c := col.closed[0].End.Close; c.Reset || c.By != reassembly.ToBroker {
 				t.Errorf("first close %+v, want FIN by the client", c)
 			}
-			if c := col.closed[1].Close; c.Reset || c.By != reassembly.ToClient {
+			if c := col.closed[1].End.Close; c.Reset || c.By != reassembly.ToClient {
 				t.Errorf("second close %+v, want FIN by the broker", c)
 			}
-			if c := col.closed[2].Close; !c.Reset || c.By != reassembly.ToBroker {
+			if c := col.closed[2].End.Close; !c.Reset || c.By != reassembly.ToBroker {
 				t.Errorf("third close %+v, want RST by the client", c)
 			}
-			if c := col.closed[3].Close; !c.Reset || c.By != reassembly.ToClient {
+			if c := col.closed[3].End.Close; !c.Reset || c.By != reassembly.ToClient {
 				t.Errorf("fourth close %+v, want RST by the broker", c)
 			}
 		},
 		"rst-close": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
-			if len(col.closed) != 1 || !col.closed[0].Close.Reset || col.closed[0].Close.By != reassembly.ToClient {
+			if len(col.closed) != 1 || !col.closed[0].End.Close.Reset || col.closed[0].End.Close.By != reassembly.ToClient {
 				t.Errorf("close %+v, want RST by the broker", col.closed)
 			}
-			if col.closed[0].Close.At.Frame != int64(sum.Capture.Packets) {
-				t.Errorf("closed at frame %d, want the last, %d", col.closed[0].Close.At.Frame, sum.Capture.Packets)
+			if col.closed[0].End.Close.At.Frame != int64(sum.Capture.Packets) {
+				t.Errorf("closed at frame %d, want the last, %d", col.closed[0].End.Close.At.Frame, sum.Capture.Packets)
 			}
 		},
 		"interleaved-connections": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {

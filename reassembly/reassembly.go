@@ -408,12 +408,8 @@ func (a *Assembler) inject(s *stream, d Direction, seq uint32, rst bool, ctx *fr
 	if err := a.synth.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {
 		return
 	}
-	netFlow := s.netFlow
-	if d != s.firstDir {
-		netFlow = netFlow.Reverse()
-	}
 	a.injecting = true
-	a.asm.AssembleWithContext(netFlow, &a.synth, ctx)
+	a.asm.AssembleWithContext(ipFlow(src.Addr(), dst.Addr()), &a.synth, ctx)
 	a.injecting = false
 }
 
@@ -553,7 +549,7 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.As
 	}
 	src, dst := endpoints(netFlow, tcp)
 	a.nextOrder++
-	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}), netFlow: netFlow,
+	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}),
 		order: a.nextOrder}
 	if a.live >= a.opt.MaxConnections {
 		a.stats.ConnectionsDropped++
@@ -574,6 +570,19 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.As
 	return s
 }
 
+// ipFlow is the network flow of packets from src to dst, as the capture
+// reader builds it (endpoints of 4 bytes for IPv4, 16 for IPv6), for the
+// segments made up by inject: rebuilt when needed rather than kept by each
+// of 100,000 connections.
+func ipFlow(src, dst netip.Addr) gopacket.Flow {
+	if src.Is4() {
+		a, b := src.As4(), dst.As4()
+		return gopacket.NewFlow(layers.EndpointIPv4, a[:], b[:])
+	}
+	a, b := src.As16(), dst.As16()
+	return gopacket.NewFlow(layers.EndpointIPv6, a[:], b[:])
+}
+
 func endpoints(netFlow gopacket.Flow, tcp *layers.TCP) (src, dst netip.AddrPort) {
 	s, _ := netip.AddrFromSlice(netFlow.Src().Raw())
 	d, _ := netip.AddrFromSlice(netFlow.Dst().Raw())
@@ -586,9 +595,8 @@ type stream struct {
 	conn     Conn
 	firstDir Direction
 	dropped  bool
-	last     Span          // the last packet accepted
-	netFlow  gopacket.Flow // of the first packet, in firstDir
-	order    uint64        // creation order, after the first frame when sorting held callbacks
+	last     Span   // the last packet accepted
+	order    uint64 // creation order, after the first frame when sorting held callbacks
 
 	// Per direction: nxt is the next sequence number gopacket's assembler
 	// expects (kept up to date from Accept and the data handed over), end

@@ -110,7 +110,7 @@ type connState struct {
 	// undecided are requests with possible findings, waiting for the
 	// profile or their answer.
 	undecided []*reqRec
-	lastReq   *reqRec    // the last request the broker received
+	lastReq   *reqRec    // the last request the broker received, when it has candidates
 	indexed   *clientKey // where indexClient put it
 	gapSide   [2]bool    // a gap not yet reported, per side
 	afterGap  bool
@@ -213,8 +213,12 @@ func (e *Engine) request(cs *connState, ev *decode.Event) {
 	r.extra = append(r.extra, e.groups.request(cs, ev, x)...)
 	r.extra = append(r.extra, e.instanceSeen(cs, ev, x)...)
 	e.indexClient(cs)
-	cs.lastReq = r
+	// Only a request with possible findings is looked at again as the last
+	// one (brokerVerdict); any other is dropped here, and with it the
+	// memory of each idle connection's last request.
+	cs.lastReq = nil
 	if r.hasCandidates() {
+		cs.lastReq = r
 		cs.undecided = append(cs.undecided, r)
 	}
 	e.settle(cs, false)

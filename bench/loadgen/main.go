@@ -51,7 +51,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kidscope/kidscope/bench/internal/size"
+	"github.com/kidscope/kidscope/internal/size"
 )
 
 func main() {

@@ -15,7 +15,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kidscope/kidscope/bench/internal/size"
+	"github.com/kidscope/kidscope/internal/size"
 )
 
 func main() {

@@ -148,6 +148,9 @@ unreadable input; 130 interrupted.`,
 			if err != nil {
 				return usageError(err)
 			}
+			if err := in.applyMemoryLimit(cmd); err != nil {
+				return usageError(err)
+			}
 			filter, err := rf.parse()
 			if err != nil {
 				return usageError(err)
@@ -191,7 +194,6 @@ unreadable input; 130 interrupted.`,
 // ruleSink feeds the pipeline's events to the rules engine.
 type ruleSink struct {
 	engine *rules.Engine
-	opened map[int]bool
 	// onFinding, when set, sees each finding as it is made (live).
 	onFinding func(rules.Finding)
 	// onEvent, when set, sees each decoder event (live metrics).
@@ -199,20 +201,15 @@ type ruleSink struct {
 }
 
 func newRuleSink(opt rules.Options) *ruleSink {
-	return &ruleSink{engine: rules.New(opt), opened: map[int]bool{}}
+	return &ruleSink{engine: rules.New(opt)}
 }
 
-func (s *ruleSink) open(c *pipeline.Conn) {
-	if s.opened[c.ID] {
-		return
-	}
-	s.opened[c.ID] = true
+func (s *ruleSink) Open(c *pipeline.Conn) {
 	s.deliver(s.engine.Open(rules.ConnInfo{ID: c.ID, Key: rules.ConnKey{Client: c.Client, Broker: c.Broker},
 		MidStream: c.MidStream, First: c.First}))
 }
 
 func (s *ruleSink) Event(c *pipeline.Conn, e *decode.Event) {
-	s.open(c)
 	if s.onEvent != nil {
 		s.onEvent(c, e)
 	}
@@ -220,17 +217,15 @@ func (s *ruleSink) Event(c *pipeline.Conn, e *decode.Event) {
 }
 
 func (s *ruleSink) Gap(c *pipeline.Conn, side decode.Side, at decode.Where) {
-	s.open(c)
 	s.engine.Gap(c.ID, side, at)
 }
 
 func (s *ruleSink) Closed(c *pipeline.Conn) {
-	s.open(c)
-	delete(s.opened, c.ID)
-	ci := rules.CloseInfo{Counters: c.Counters, NotKafka: c.NotKafka, ClientID: c.ClientID}
-	if c.Close.Seen && c.Close.By == reassembly.ToClient {
+	end := c.End
+	ci := rules.CloseInfo{Counters: end.Counters, NotKafka: c.NotKafka, ClientID: end.ClientID}
+	if end.Close.Seen && end.Close.By == reassembly.ToClient {
 		ci.ByBroker = true
-		ci.At = decode.Where{File: c.Close.At.File, Frame: c.Close.At.Frame, Time: c.Close.At.Time}
+		ci.At = decode.Where{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
 	}
 	s.deliver(s.engine.Close(c.ID, ci))
 }

@@ -27,6 +27,9 @@ Several files are merged in time order; "-" reads standard input.`,
 			if err != nil {
 				return usageError(err)
 			}
+			if err := in.applyMemoryLimit(cmd); err != nil {
+				return usageError(err)
+			}
 			opt.Stdin = cmd.InOrStdin()
 			bar := newProgressBar(files, in.noProgress)
 			if bar != nil {

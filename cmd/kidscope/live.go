@@ -82,6 +82,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
+	if err := in.applyMemoryLimit(cmd); err != nil {
+		return usageError(err)
+	}
 	filter, err := rf.parse()
 	if err != nil {
 		return usageError(err)
