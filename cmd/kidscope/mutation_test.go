@@ -352,12 +352,18 @@ func TestMutatedCaptures(t *testing.T) {
 						t.Fatal(err)
 					}
 					// analyze writes the table (with info findings) and JSON in
-					// turn; frames writes CSV.
-					analyze := []string{"analyze", "-p", mutationPorts, "-v", in}
-					if (round+j)%2 == 1 {
-						analyze = []string{"analyze", "-p", mutationPorts, "-o", "json", in}
+					// turn; frames writes CSV; one worker and three in turn.
+					workers := []string{"--workers", "1"}
+					if (round+j)%2 == 0 {
+						workers[1] = "3"
 					}
-					for _, args := range [][]string{analyze, {"frames", "-p", mutationPorts, "-o", "csv", in}} {
+					analyze := []string{"analyze", "-p", mutationPorts, "-v"}
+					if (round+j)%2 == 1 {
+						analyze = []string{"analyze", "-p", mutationPorts, "-o", "json"}
+					}
+					analyze = append(append(analyze, workers...), in)
+					frames := append(append([]string{"frames", "-p", mutationPorts, "-o", "csv"}, workers...), in)
+					for _, args := range [][]string{analyze, frames} {
 						what := fmt.Sprintf("%s %s", strings.Join(args[:len(args)-1], " "), filepath.Base(in))
 						r := runLimited(t, args...)
 						if !checkRun(t, what, in, r) {
