@@ -26,6 +26,7 @@ type inputFlags struct {
 	output         string
 	maxConnections int
 	maxBufferPages int
+	maxConnPages   int
 	filter         string
 	bpfRaw         string
 	noProgress     bool
@@ -42,6 +43,7 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+outputs)
 	fl.IntVar(&f.maxConnections, "max-connections", 100000, "most connections tracked at once; more are ignored and counted")
 	fl.IntVar(&f.maxBufferPages, "max-buffer", 65536, "most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap")
+	fl.IntVar(&f.maxConnPages, "max-buffer-per-connection", 4096, "most 1900-byte pages of out-of-order data held for one connection; over it, its waiting data is given up as a gap")
 	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
@@ -132,7 +134,7 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		Filter:  flt,
 		Workers: f.workers,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
-			MaxPagesTotal: f.maxBufferPages},
+			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(min(f.maxFrame, 1<<30))},
 	}
 	return opt, form, nil
