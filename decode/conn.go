@@ -249,14 +249,10 @@ func (f *framer) clearScan() {
 // large body is let go: thousands of connections must not each keep one.
 func (f *framer) resetFrame() {
 	f.nSize, f.got, f.headed = 0, 0, false
-	f.buf = f.buf[:0]
-	if cap(f.buf) > 256 {
-		// A body the rules read (an ApiVersions or JoinGroup response
-		// can be kilobytes) needs its buffer only until it is decoded:
-		// kept by each of 100,000 idle connections, such buffers were
-		// most of the heap. Headers fit in what stays.
-		f.buf = nil
-	}
+	// The buffer is needed only until the frame is decoded: kept by each
+	// of 100,000 idle connections, such buffers were most of the heap,
+	// and a new one per frame costs one small allocation.
+	f.buf = nil
 	f.msg = nil
 }
 

@@ -179,3 +179,25 @@ func dropPackets(t *testing.T, in, out string, n int) {
 		}
 	}
 }
+
+// TestWorkersShareTheConnectionCap runs a load whose connections stay open
+// to the end with a cap under their number: whatever the workers, the cap
+// counts the connections of all of them.
+func TestWorkersShareTheConnectionCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the load generator")
+	}
+	load := filepath.Join(t.TempDir(), "open.pcap")
+	cmd := exec.Command("go", "run", "../bench/loadgen", "-bytes", "3MB", "-conns", "120", "-closes", "0", "-midstream", "0",
+		"-no-plants", "-q", "-o", load)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	for _, workers := range []int{1, 2, 5} {
+		_, sum := traceRun(t, Options{Files: []string{load}, Workers: workers,
+			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts(), MaxConnections: 115}})
+		if sum.Connections != 115 || sum.Reassembly.ConnectionsDropped != 5 {
+			t.Errorf("%d workers: %d connections tracked, %d refused; want 115 and 5", workers, sum.Connections, sum.Reassembly.ConnectionsDropped)
+		}
+	}
+}

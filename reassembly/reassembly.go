@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -106,15 +107,23 @@ type Options struct {
 	// connections use one clock over the whole capture, so that they
 	// flush at the same instants as a single assembler would.
 	CallerFlushes bool
+
+	// sharedLive counts the connections tracked by every assembler made
+	// with options from one Split.
+	sharedLive *atomic.Int64
 }
 
-// Split returns the options for one of n assemblers that share a capture's
-// connections between them: each gets an nth of the connection and total
-// buffer caps, so that together they hold what one would.
+// Split returns the options for n assemblers that share a capture's
+// connections between them: MaxConnections counts the connections of all
+// of them, and each gets an nth of the total buffer cap, so that together
+// they hold what one would. (Connections do not hash evenly enough to
+// split their cap too: one assembler would refuse connections while the
+// total is under it. At the cap, which new connection an assembler
+// refuses then depends on how far each has got.)
 func (o Options) Split(n int) Options {
 	o = o.withDefaults()
 	if n > 1 {
-		o.MaxConnections = max(1, (o.MaxConnections+n-1)/n)
+		o.sharedLive = new(atomic.Int64)
 		o.MaxPagesTotal = max(1, (o.MaxPagesTotal+n-1)/n)
 	}
 	return o
@@ -551,7 +560,7 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.As
 	a.nextOrder++
 	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}),
 		order: a.nextOrder}
-	if a.live >= a.opt.MaxConnections {
+	if !a.admit() {
 		a.stats.ConnectionsDropped++
 		s.dropped = true
 		return s
@@ -581,6 +590,19 @@ func ipFlow(src, dst netip.Addr) gopacket.Flow {
 	}
 	a, b := src.As16(), dst.As16()
 	return gopacket.NewFlow(layers.EndpointIPv6, a[:], b[:])
+}
+
+// admit reports whether a new connection is within MaxConnections, and
+// counts it when it is.
+func (a *Assembler) admit() bool {
+	if c := a.opt.sharedLive; c != nil {
+		if c.Add(1) > int64(a.opt.MaxConnections) {
+			c.Add(-1)
+			return false
+		}
+		return true
+	}
+	return a.live < a.opt.MaxConnections
 }
 
 func endpoints(netFlow gopacket.Flow, tcp *layers.TCP) (src, dst netip.AddrPort) {
@@ -757,6 +779,9 @@ func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
 func (s *stream) ReassemblyComplete(gpr.AssemblerContext) bool {
 	if !s.dropped {
 		s.a.live--
+		if s.a.opt.sharedLive != nil {
+			s.a.opt.sharedLive.Add(-1)
+		}
 	}
 	if s.conn.opened {
 		if s.a.grouping {

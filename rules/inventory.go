@@ -3,22 +3,40 @@ package rules
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/kidscope/kidscope/decode"
 )
 
 // instanceState is what the engine knows of one client instance ID.
+// Its lists are slices searched from end to end: they hold a few entries
+// each (at most maxPerInstance), and tens of thousands of instances with
+// four small maps each cost more memory than anything else the engine
+// kept.
 type instanceState struct {
 	id          decode.UUID
-	clientIDs   map[string]bool
-	addrs       map[netip.Addr]Frame // first frame per client address
+	clientIDs   []string
+	addrs       []addrFrame // first frame per client address
 	firstAddr   netip.Addr
-	brokers     map[netip.AddrPort]bool
-	conns       map[int]bool
+	brokers     []netip.AddrPort
+	conns       []int
 	first, last decode.Where
 	seq         int64 // when it was last seen, in requests
 	shared      bool  // instance-id-shared was reported
+}
+
+type addrFrame struct {
+	addr  netip.Addr
+	frame Frame
+}
+
+// addOnce appends v to list unless it is there or the list is full.
+func addOnce[T comparable](list []T, v T) []T {
+	if len(list) < maxPerInstance && !slices.Contains(list, v) {
+		list = append(list, v)
+	}
+	return list
 }
 
 // maxPerInstance caps each list an instance keeps (client IDs, addresses,
@@ -60,30 +78,27 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 		if len(e.instances) >= e.opt.MaxInstances {
 			e.evictInstances()
 		}
-		in = &instanceState{id: x.id, clientIDs: map[string]bool{}, addrs: map[netip.Addr]Frame{},
-			brokers: map[netip.AddrPort]bool{}, conns: map[int]bool{}, first: ev.At, firstAddr: cs.info.Key.Client.Addr()}
+		in = &instanceState{id: x.id, first: ev.At, firstAddr: cs.info.Key.Client.Addr()}
 		e.instances[x.id] = in
 	}
 	in.last = ev.At
 	in.seq = e.seq
 	e.seq++
-	if cs.clientID != "" && len(in.clientIDs) < maxPerInstance {
-		in.clientIDs[cs.clientID] = true
+	if cs.clientID != "" {
+		in.clientIDs = addOnce(in.clientIDs, cs.clientID)
 	}
-	if len(in.brokers) < maxPerInstance {
-		in.brokers[cs.info.Key.Broker] = true
-	}
-	if len(in.conns) < maxPerInstance {
-		in.conns[cs.info.ID] = true
-	}
+	in.brokers = addOnce(in.brokers, cs.info.Key.Broker)
+	in.conns = addOnce(in.conns, cs.info.ID)
 	var out []cand
 	addr := cs.info.Key.Client.Addr()
-	if _, ok := in.addrs[addr]; !ok && len(in.addrs) < maxPerInstance {
-		in.addrs[addr] = frameOf(ev.At)
+	known := slices.ContainsFunc(in.addrs, func(a addrFrame) bool { return a.addr == addr })
+	if !known && len(in.addrs) < maxPerInstance {
+		in.addrs = append(in.addrs, addrFrame{addr, frameOf(ev.At)})
 		if len(in.addrs) > 1 && !in.shared {
 			in.shared = true
+			// The first address is the first in the list.
 			out = append(out, cand{rule: InstanceIDShared, expected: "one client address (" + in.firstAddr.String() + ")",
-				seen: x.id.String() + " also from " + addr.String(), related: []Frame{in.addrs[in.firstAddr]}})
+				seen: x.id.String() + " also from " + addr.String(), related: []Frame{in.addrs[0].frame}})
 		}
 	}
 	// instance-id-split: another open connection of the same client (IP
@@ -173,21 +188,15 @@ func (e *Engine) instanceList() []Instance {
 	var out []Instance
 	for _, in := range e.instances {
 		i := Instance{ID: in.id, First: in.first, Last: in.last}
-		for c := range in.clientIDs {
-			i.ClientIDs = append(i.ClientIDs, c)
-		}
+		i.ClientIDs = slices.Clone(in.clientIDs)
 		sort.Strings(i.ClientIDs)
-		for a := range in.addrs {
-			i.Addresses = append(i.Addresses, a)
+		for _, a := range in.addrs {
+			i.Addresses = append(i.Addresses, a.addr)
 		}
 		sort.Slice(i.Addresses, func(x, y int) bool { return i.Addresses[x].Less(i.Addresses[y]) })
-		for b := range in.brokers {
-			i.Brokers = append(i.Brokers, b)
-		}
+		i.Brokers = slices.Clone(in.brokers)
 		sort.Slice(i.Brokers, func(x, y int) bool { return i.Brokers[x].Compare(i.Brokers[y]) < 0 })
-		for c := range in.conns {
-			i.Connections = append(i.Connections, c)
-		}
+		i.Connections = slices.Clone(in.conns)
 		sort.Ints(i.Connections)
 		if g, ok := e.tele.got.get(headerKey(in.id)); ok {
 			i.TelemetryIDs = append(i.TelemetryIDs, g.id)

@@ -148,9 +148,11 @@ unreadable input; 130 interrupted.`,
 			if err != nil {
 				return usageError(err)
 			}
-			if err := in.applyMemoryLimit(cmd); err != nil {
+			stopGovernor, err := in.applyMemoryLimit(cmd)
+			if err != nil {
 				return usageError(err)
 			}
+			defer stopGovernor()
 			filter, err := rf.parse()
 			if err != nil {
 				return usageError(err)

@@ -3,10 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -58,21 +56,18 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 const defaultMemoryLimit = "200MiB"
 
 // applyMemoryLimit sets the garbage collector's soft memory limit from
-// --memory-limit, or leaves GOMEMLIMIT's when that is set and the flag is
-// not given.
-func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) error {
+// --memory-limit and starts its governor (memlimit.go), or leaves
+// GOMEMLIMIT's when that is set and the flag is not given. The command
+// calls stop when it is done.
+func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) (stop func(), err error) {
 	if _, env := os.LookupEnv("GOMEMLIMIT"); env && !cmd.Flags().Changed("memory-limit") {
-		return nil
+		return func() {}, nil
 	}
 	n, err := size.Parse(f.memoryLimit)
 	if err != nil {
-		return fmt.Errorf("--memory-limit: %w", err)
+		return nil, fmt.Errorf("--memory-limit: %w", err)
 	}
-	if n == 0 {
-		n = math.MaxInt64
-	}
-	debug.SetMemoryLimit(n)
-	return nil
+	return startMemoryGovernor(n), nil
 }
 
 // registerWorkers adds --workers, for the commands that read files.

@@ -27,9 +27,11 @@ Several files are merged in time order; "-" reads standard input.`,
 			if err != nil {
 				return usageError(err)
 			}
-			if err := in.applyMemoryLimit(cmd); err != nil {
+			stopGovernor, err := in.applyMemoryLimit(cmd)
+			if err != nil {
 				return usageError(err)
 			}
+			defer stopGovernor()
 			opt.Stdin = cmd.InOrStdin()
 			bar := newProgressBar(files, in.noProgress)
 			if bar != nil {

@@ -82,9 +82,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
-	if err := in.applyMemoryLimit(cmd); err != nil {
+	stopGovernor, err := in.applyMemoryLimit(cmd)
+	if err != nil {
 		return usageError(err)
 	}
+	defer stopGovernor()
 	filter, err := rf.parse()
 	if err != nil {
 		return usageError(err)

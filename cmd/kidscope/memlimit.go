@@ -1,0 +1,58 @@
+package main
+
+import (
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// The soft memory limit (--memory-limit) makes the garbage collector work
+// harder as the heap nears it, instead of letting the heap double. That is
+// cheap while the live data stays well under the limit; when the live
+// data itself comes near it, the collector would run back to back and a
+// run take several times as long. The governor watches the live heap and
+// then raises the limit to a third above it, so the collector keeps
+// running about once per third of the live heap allocated: memory grows
+// with the data, slowly, and time stays reasonable.
+
+const (
+	governorPeriod = 100 * time.Millisecond
+	// raiseAt is how near the limit the live heap may come, and headroom
+	// how far above the live heap a raised limit is put.
+	raiseAt  = 0.85
+	headroom = 4.0 / 3
+)
+
+// startMemoryGovernor sets the soft limit and watches it until stop is
+// called. limit 0 means no limit, and no governor.
+func startMemoryGovernor(limit int64) (stop func()) {
+	if limit <= 0 {
+		debug.SetMemoryLimit(math.MaxInt64)
+		return func() {}
+	}
+	debug.SetMemoryLimit(limit)
+	done := make(chan struct{})
+	go func() {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		t := time.NewTicker(governorPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				return
+			}
+			live := float64(sample[0].Value.Uint64())
+			if live > raiseAt*float64(limit) {
+				limit = int64(live * headroom)
+				debug.SetMemoryLimit(limit)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
