@@ -26,7 +26,27 @@ type Options struct {
 	MaxScan int
 	// Scratch, when set, is shared by the Conns for their event lists.
 	Scratch *Scratch
+	// ScanBudget, when set, caps the bytes all the lost sides of the Conns
+	// sharing it keep together (MaxScan still caps each side).
+	ScanBudget *ScanBudget
 }
+
+// ScanBudget is how many bytes the lost sides of many connections may keep
+// in all while they look for a frame start: a capture that begins while
+// thousands of connections are inside large messages would otherwise hold
+// up to MaxScan for each. Near the budget a side keeps less, and may find
+// its framing later. Like Scratch, it is for Conns used by one goroutine.
+type ScanBudget struct {
+	Max  int64
+	used int64
+}
+
+// Used returns the bytes kept now, counted at the end of each call.
+func (b *ScanBudget) Used() int64 { return b.used }
+
+// minScanKeep is what a lost side may always keep, budget or not: enough
+// to see a frame header.
+const minScanKeep = 64
 
 func (o Options) withDefaults() Options {
 	if o.Table == nil {
@@ -114,6 +134,7 @@ func (c *Conn) Start(s Side, midStream bool) {
 // resynchronised on the bytes that follow.
 func (c *Conn) Lost(s Side) {
 	c.side[s].lose()
+	c.accountScan()
 }
 
 // Feed decodes the next bytes of one side. spans map offsets in data to
@@ -132,7 +153,7 @@ func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
 		return c.events
 	}
 	if f.lost {
-		f.appendScan(data, spans, c.opt.MaxScan, &c.cnt)
+		f.appendScan(data, spans, c.scanLimit(f), &c.cnt)
 		c.resync(f, false)
 		return c.events
 	}
@@ -158,6 +179,42 @@ func (c *Conn) end() {
 		c.opt.Scratch.events = c.events
 		c.events = nil
 	}
+	if c.dead {
+		// Not Kafka: its bytes are only counted from here on, and
+		// nothing is scanned.
+		for s := range c.side {
+			c.side[s].lostState = nil
+		}
+	}
+	c.accountScan()
+}
+
+// accountScan brings the scan budget up to date with both sides' scans.
+func (c *Conn) accountScan() {
+	b := c.opt.ScanBudget
+	if b == nil {
+		return
+	}
+	for s := range c.side {
+		f := &c.side[s]
+		n := 0
+		if f.lostState != nil {
+			n = len(f.scan)
+		}
+		b.used += int64(n - f.scanCounted)
+		f.scanCounted = n
+	}
+}
+
+// scanLimit is how many bytes side f may keep while lost: MaxScan, or
+// less when the budget shared with other connections is nearly spent.
+func (c *Conn) scanLimit(f *framer) int {
+	b := c.opt.ScanBudget
+	if b == nil {
+		return c.opt.MaxScan
+	}
+	free := b.Max - (b.used - int64(f.scanCounted))
+	return int(max(min(int64(c.opt.MaxScan), free), minScanKeep))
 }
 
 // Scratch is memory that many Conns share: the events of one call. With
@@ -186,6 +243,9 @@ func (c *Conn) Finish() []Event {
 	}
 	c.cnt.Unanswered += int64(c.pending.len())
 	c.pending.clear()
+	for s := range c.side {
+		c.side[s].lostState = nil // the connection is over; end gives its scan back to the budget
+	}
 	return c.events
 }
 
@@ -213,6 +273,7 @@ type framer struct {
 	// lostState is there only while the side is lost: most of 100,000
 	// connections never are, and need not carry it.
 	*lostState
+	scanCounted int // len(scan) as the ScanBudget counts it
 }
 
 // lostState is what a lost side keeps while it looks for a frame start.
@@ -312,7 +373,7 @@ func (c *Conn) frameBytes(f *framer, b []byte, spans []Span) {
 	for off < len(b) && !c.dead {
 		if f.lost {
 			// Framing was lost inside this chunk: scan the rest.
-			f.appendScan(b[off:], shiftSpans(spans, off), c.opt.MaxScan, &c.cnt)
+			f.appendScan(b[off:], shiftSpans(spans, off), c.scanLimit(f), &c.cnt)
 			c.resync(f, false)
 			return
 		}
@@ -393,6 +454,10 @@ func (c *Conn) loseWith(f *framer, seen []byte) {
 	f.lose()
 	f.scan = append(f.scan, seen...)
 	f.marks = append(f.marks, Span{End: len(f.scan), At: keepAt})
+	if over := len(f.scan) - c.scanLimit(f); over > 0 {
+		f.dropScan(over)
+		c.cnt.SkippedBytes += int64(over)
+	}
 }
 
 func (c *Conn) sizeOK(s Side, size int) bool {

@@ -439,3 +439,47 @@ func TestConnRandomChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestScanBudget: many connections that join inside large messages share
+// a scan budget; together they keep no more than it (and a header's worth
+// each), every byte counted, and give it all back when they finish.
+func TestScanBudget(t *testing.T) {
+	budget := &ScanBudget{Max: 16 << 10}
+	noise := make([]byte, 8<<10)
+	for i := range noise {
+		noise[i] = byte(i*7 + i>>8) // sizes far over any frame: no candidate waits
+	}
+	// A plausible response start whose evidence (the response after it)
+	// lies 50,000 bytes on: the side keeps everything from it meanwhile.
+	copy(noise[100:], []byte{0, 0, 0xc3, 0x50, 0, 0, 0, 7})
+	var conns []*Conn
+	for range 40 {
+		c := NewConn(Options{ScanBudget: budget})
+		c.Start(BrokerSide, true)
+		conns = append(conns, c)
+	}
+	for round := range 4 {
+		kept := 0
+		for i, c := range conns {
+			c.Feed(BrokerSide, noise, []Span{{End: len(noise), At: Where{Frame: int64(round*100 + i)}}})
+			if ls := c.side[BrokerSide].lostState; ls != nil {
+				kept += len(ls.scan)
+			}
+		}
+		if budget.Used() != int64(kept) {
+			t.Fatalf("round %d: the budget counts %d, the scans hold %d", round, budget.Used(), kept)
+		}
+		if limit := budget.Max + 40*minScanKeep; budget.Used() > limit {
+			t.Fatalf("round %d: %d bytes kept, over %d", round, budget.Used(), limit)
+		}
+	}
+	if budget.Used() < budget.Max/2 {
+		t.Fatalf("only %d bytes kept: the test does not press on the budget", budget.Used())
+	}
+	for _, c := range conns {
+		c.Finish()
+	}
+	if budget.Used() != 0 {
+		t.Errorf("%d bytes still counted after every connection finished", budget.Used())
+	}
+}

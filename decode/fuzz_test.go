@@ -53,7 +53,9 @@ func FuzzConn(f *testing.F) {
 	f.Add([]byte{0x16, 3, 1, 0, 5}, []byte{}, uint16(1), false)
 	f.Fuzz(func(t *testing.T, client, broker []byte, step uint16, midStream bool) {
 		const maxScan = 4096
-		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10})
+		// The budget is under one side's cap: both sides share it.
+		budget := &ScanBudget{Max: 3000}
+		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget})
 		c.Start(ClientSide, midStream)
 		c.Start(BrokerSide, midStream)
 		n := int(step%512) + 1
@@ -76,16 +78,26 @@ func FuzzConn(f *testing.F) {
 					c.Lost(Side(s))
 				}
 			}
+			kept := 0
 			for s := range c.side {
-				if ls := c.side[s].lostState; ls != nil && len(ls.scan) > maxScan {
-					t.Fatalf("scan buffer %d over its cap", len(ls.scan))
+				if ls := c.side[s].lostState; ls != nil {
+					if len(ls.scan) > maxScan {
+						t.Fatalf("scan buffer %d over its cap", len(ls.scan))
+					}
+					kept += len(ls.scan)
 				}
+			}
+			if budget.Used() != int64(kept) || kept > int(budget.Max)+2*minScanKeep {
+				t.Fatalf("budget counts %d of %d, the scans hold %d", budget.Used(), budget.Max, kept)
 			}
 			if c.pending.len() > 16 {
 				t.Fatalf("%d pending over the cap", c.pending.len())
 			}
 		}
 		c.Finish()
+		if budget.Used() != 0 {
+			t.Fatalf("a finished connection still counts %d bytes of the budget", budget.Used())
+		}
 	})
 }
 

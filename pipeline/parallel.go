@@ -176,7 +176,9 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		work[i] = make(chan *part, chunksAhead)
 		done[i] = make(chan *batch, chunksAhead)
 		rec := &recorder{cur: new(batch), out: done[i], free: batches}
-		w := newWorker(ropt, opt.Decode, rec)
+		dopt := opt.Decode
+		dopt.ScanBudget = opt.scanBudget(n)
+		w := newWorker(ropt, dopt, rec)
 		go runWorker(w, rec, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}

@@ -34,6 +34,22 @@ type Options struct {
 	Workers    int
 	Reassembly reassembly.Options
 	Decode     decode.Options
+	// ResyncBytes caps the bytes that connection sides which lost their
+	// framing keep in all while they look for a frame start (default 64
+	// MiB; each side keeps at most Decode.MaxScan). Workers share it out.
+	ResyncBytes int64
+}
+
+// defaultResyncBytes is Options.ResyncBytes when it is not set.
+const defaultResyncBytes = 64 << 20
+
+// scanBudget returns the budget of one of n workers.
+func (o *Options) scanBudget(n int) *decode.ScanBudget {
+	total := o.ResyncBytes
+	if total <= 0 {
+		total = defaultResyncBytes
+	}
+	return &decode.ScanBudget{Max: max(total/int64(n), 1)}
 }
 
 // Conn is what the pipeline knows of one connection; it is handed to the
@@ -159,7 +175,9 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		return runParallel(ctx, opt, files, sink, &sum)
 	}
 	d := &deliverer{sink: sink, sum: &sum}
-	asm := newWorker(opt.Reassembly, opt.Decode, d).asm
+	dopt := opt.Decode
+	dopt.ScanBudget = opt.scanBudget(1)
+	asm := newWorker(opt.Reassembly, dopt, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {

@@ -31,6 +31,7 @@ type inputFlags struct {
 	maxFrame       int
 	workers        int
 	memoryLimit    string
+	resyncBuffer   string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -45,6 +46,8 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
+	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "64MiB",
+		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most)")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
@@ -120,14 +123,19 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 	if f.workers < 0 || f.workers > 256 {
 		return opt, form, fmt.Errorf("--workers %d: want 1 to 256", f.workers)
 	}
+	resync, err := size.Parse(f.resyncBuffer)
+	if err != nil || resync == 0 {
+		return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
+	}
 	flt, err := f.captureFilter()
 	if err != nil {
 		return opt, form, err
 	}
 	opt = pipeline.Options{
-		Files:   files,
-		Filter:  flt,
-		Workers: f.workers,
+		Files:       files,
+		Filter:      flt,
+		Workers:     f.workers,
+		ResyncBytes: resync,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(min(f.maxFrame, 1<<30))},
