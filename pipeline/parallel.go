@@ -66,10 +66,13 @@ type part struct {
 }
 
 type packetRec struct {
-	key     int64
-	file    int
-	frame   int64
-	time    time.Time
+	key   int64
+	file  int
+	frame int64
+	// sec and nsec are the capture time (UTC): a packetRec holds no
+	// pointer, so chunks of them cost the garbage collector nothing.
+	sec     int64
+	nsec    int32
 	network gopacket.Flow
 	cut     bool
 	wire    int
@@ -317,7 +320,7 @@ func runWorker(w *worker, rec *recorder, in <-chan *part) {
 			if tcp.DecodeFromBytes(arena[pk.off:pk.off+pk.n], gopacket.NilDecodeFeedback) != nil {
 				continue
 			}
-			p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, pk.time, pk.network, pk.cut, pk.wire
+			p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
 			rec.key = pk.key
 			w.asm.Add(&p)
 		}
@@ -391,7 +394,7 @@ func (rd *dealer) run() {
 		pt := c.parts[pick(&p, src, dst, n)]
 		off := len(c.arena)
 		c.arena = append(c.arena, p.Segment...)
-		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, time: p.Time, network: p.Network,
+		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
 			cut: p.Cut, wire: p.WireLength, off: off, n: len(c.arena) - off})
 		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
