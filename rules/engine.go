@@ -118,7 +118,68 @@ type connState struct {
 	responses int64
 	last      decode.Where
 	sawKafka  bool
+	// Requests awaiting their answer, by correlation ID, and the member
+	// ID last used per group. Short lists (a connection has a request or
+	// two in flight, and one group): a map each would cost 100,000
+	// connections more than all their other state.
+	joins     pairs[int32, joinRequest]
+	teleAsked pairs[int32, teleRequest]
+	members   pairs[string, string]
 }
+
+// pairs is a short list of keys and values, searched from end to end. At
+// maxAsked entries it starts anew: requests never answered are let go.
+type pairs[K comparable, V any] []pair[K, V]
+
+type pair[K comparable, V any] struct {
+	k K
+	v V
+}
+
+func (p pairs[K, V]) get(k K) (V, bool) {
+	for _, e := range p {
+		if e.k == k {
+			return e.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+func (p *pairs[K, V]) set(k K, v V) {
+	for i := range *p {
+		if (*p)[i].k == k {
+			(*p)[i].v = v
+			return
+		}
+	}
+	if len(*p) >= maxAsked {
+		*p = nil
+	}
+	*p = append(*p, pair[K, V]{k, v})
+}
+
+// take returns and removes k's value.
+func (p *pairs[K, V]) take(k K) (V, bool) {
+	for i, e := range *p {
+		if e.k == k {
+			last := len(*p) - 1
+			(*p)[i] = (*p)[last]
+			(*p)[last] = pair[K, V]{}
+			*p = (*p)[:last]
+			if last == 0 {
+				*p = nil // an empty list keeps no memory
+			}
+			return e.v, true
+		}
+	}
+	var zero V
+	return zero, false
+}
+
+// maxAsked caps the requests awaiting an answer, and the groups, that a
+// connection's maps keep.
+const maxAsked = 64
 
 // reqRec is one request with the findings it may get.
 type reqRec struct {

@@ -68,9 +68,9 @@ func FuzzEngine(f *testing.F) {
 				if len(cs.undecided) > maxUndecided {
 					t.Fatalf("%d requests undecided", len(cs.undecided))
 				}
-			}
-			if len(e.tele.asked) > 4*maxUndecided || len(e.groups.joins) > 4*maxUndecided {
-				t.Fatalf("telemetry or join state grows: %d %d", len(e.tele.asked), len(e.groups.joins))
+				if len(cs.teleAsked) > maxAsked || len(cs.joins) > maxAsked || len(cs.members) > maxAsked {
+					t.Fatalf("telemetry or group state grows: %d %d %d", len(cs.teleAsked), len(cs.joins), len(cs.members))
+				}
 			}
 		}
 		for conn := range open {
@@ -85,8 +85,8 @@ func FuzzEngine(f *testing.F) {
 				t.Fatalf("finding of an unknown rule %q", f.Rule)
 			}
 		}
-		if len(e.tele.asked) != 0 || len(e.groups.joins) != 0 || len(e.groups.members) != 0 {
-			t.Fatalf("state left after every connection closed: %d %d %d", len(e.tele.asked), len(e.groups.joins), len(e.groups.members))
+		if len(e.conns) != 0 || len(e.groups.connRequired) != 0 {
+			t.Fatalf("state left after every connection closed: %d connections, %d with required member IDs", len(e.conns), len(e.groups.connRequired))
 		}
 	})
 }

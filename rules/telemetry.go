@@ -18,19 +18,11 @@ type telemetryState struct {
 	known bounded[decode.UUID, Frame]
 	// terminated are IDs a terminating push used, and where.
 	terminated bounded[decode.UUID, Frame]
-	// asked remembers, per connection and correlation ID, what a
-	// GetTelemetrySubscriptions request sent, for its response.
-	asked map[askKey]teleRequest
 }
 
 type gotID struct {
 	id decode.UUID
 	at Frame
-}
-
-type askKey struct {
-	conn int
-	corr int32
 }
 
 type teleRequest struct {
@@ -44,7 +36,7 @@ type teleRequest struct {
 
 func newTelemetryState() telemetryState {
 	return telemetryState{got: newBounded[string, gotID](), known: newBounded[decode.UUID, Frame](),
-		terminated: newBounded[decode.UUID, Frame](), asked: map[askKey]teleRequest{}}
+		terminated: newBounded[decode.UUID, Frame]()}
 }
 
 func connKey(id int) string            { return "c:" + strconv.Itoa(id) }
@@ -110,8 +102,8 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 		}
 	}
 	if h.APIKey == decode.KeyGetTelemetrySubscriptions {
-		t.asked[askKey{cs.info.ID, h.CorrelationID}] = teleRequest{h: x, body: m.Body.InstanceID,
-			hasBody: h.APIVersion == 0, ident: ident, hasIdent: hasIdent, at: at}
+		cs.teleAsked.set(h.CorrelationID, teleRequest{h: x, body: m.Body.InstanceID,
+			hasBody: h.APIVersion == 0, ident: ident, hasIdent: hasIdent, at: at})
 	}
 	return out
 }
@@ -139,9 +131,7 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	if m.Request.APIKey != decode.KeyGetTelemetrySubscriptions {
 		return nil
 	}
-	k := askKey{cs.info.ID, m.Request.CorrelationID}
-	req, ok := t.asked[k]
-	delete(t.asked, k)
+	req, ok := cs.teleAsked.take(m.Request.CorrelationID)
 	if !ok || !m.HasErrorCode || m.ErrorCode != 0 {
 		return nil
 	}
@@ -180,12 +170,8 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	return out
 }
 
-// forget drops what was kept for a closed connection.
+// forget drops what was kept for a closed connection (what is kept per
+// request goes with its connState).
 func (t *telemetryState) forget(conn int) {
 	t.got.delete(connKey(conn))
-	for k := range t.asked {
-		if k.conn == conn {
-			delete(t.asked, k)
-		}
-	}
 }
