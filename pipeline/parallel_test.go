@@ -201,3 +201,49 @@ func TestWorkersShareTheConnectionCap(t *testing.T) {
 		}
 	}
 }
+
+// cancelSink cancels the run at its n-th event and counts what it hears.
+type cancelSink struct {
+	n              int
+	cancel         func()
+	events, closed int
+	opened         int
+}
+
+func (s *cancelSink) Open(*Conn) { s.opened++ }
+func (s *cancelSink) Event(*Conn, *decode.Event) {
+	if s.events++; s.events == s.n {
+		s.cancel()
+	}
+}
+func (s *cancelSink) Closed(*Conn) { s.closed++ }
+
+// TestInterrupted cancels a run partway: with one worker or several, it
+// stops early, says so, and closes every connection it opened.
+func TestInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the load generator")
+	}
+	load := filepath.Join(t.TempDir(), "load.pcap")
+	cmd := exec.Command("go", "run", "../bench/loadgen", "-bytes", "20MB", "-conns", "50", "-q", "-o", load)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	_, whole := traceRun(t, Options{Files: []string{load}, Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}})
+	for _, workers := range []int{1, 3} {
+		ctx, cancel := context.WithCancel(context.Background())
+		sink := &cancelSink{n: 200, cancel: cancel}
+		sum, err := Run(ctx, Options{Files: []string{load}, Workers: workers,
+			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}}, sink)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sum.Interrupted || sum.Capture.Packets >= whole.Capture.Packets/2 {
+			t.Errorf("%d workers: interrupted %v after %d of %d packets", workers, sum.Interrupted, sum.Capture.Packets, whole.Capture.Packets)
+		}
+		if sink.opened == 0 || sink.closed != sink.opened || int64(sink.opened) != sum.Connections {
+			t.Errorf("%d workers: %d opened, %d closed, summary %d", workers, sink.opened, sink.closed, sum.Connections)
+		}
+	}
+}
