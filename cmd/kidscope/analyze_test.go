@@ -185,7 +185,7 @@ func TestAnalyzeRealTrafficIsClean(t *testing.T) {
 }
 
 // TestAnalyzeExitCodesAndFilters checks --fail-on, --rule, --skip-rule,
-// --min-severity and bad usage.
+// --min-severity, the resource flags and bad usage.
 func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 	capture := "../../samples/captures/hdr-acc-client-id-repeated.pcapng" // one warning
 	cases := []struct {
@@ -202,6 +202,11 @@ func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 		{[]string{"--rule", "no-such-rule"}, 2, -1},
 		{[]string{"--profile", "nonsense"}, 2, -1},
 		{[]string{"--min-severity", "loud"}, 2, -1},
+		{[]string{"--workers", "1", "--memory-limit", "0", "--max-resync-buffer", "1MiB"}, 0, 1},
+		{[]string{"--workers", "5", "--memory-limit", "64MiB", "--max-buffer-per-connection", "8"}, 0, 1},
+		{[]string{"--workers", "-1"}, 2, -1},
+		{[]string{"--memory-limit", "lots"}, 2, -1},
+		{[]string{"--max-resync-buffer", "0"}, 2, -1},
 	}
 	for _, c := range cases {
 		args := append([]string{"analyze", "-o", "json"}, c.args...)
