@@ -179,9 +179,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		work[i] = make(chan *part, chunksAhead)
 		done[i] = make(chan *batch, chunksAhead)
 		rec := &recorder{cur: new(batch), out: done[i], free: batches}
-		dopt := opt.Decode
-		dopt.ScanBudget = opt.scanBudget(n)
-		w := newWorker(ropt, dopt, rec)
+		w := newWorker(&opt, ropt, n, rec)
 		go runWorker(w, rec, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
@@ -204,7 +202,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		}
 		if c.last {
 			// The dealer is done with the summary fields it keeps.
-			sum.First, sum.Last, sum.CutFrames = rd.first, rd.last, rd.cutFrames
+			sum.First, sum.Last, sum.CutFrames = rd.sum.First, rd.sum.Last, rd.sum.CutFrames
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
@@ -343,9 +341,9 @@ type dealer struct {
 	files *capture.Reader
 	free  <-chan *chunk
 	work  []chan *part
-	// Summary fields, read by the merger after the last chunk.
-	first, last time.Time
-	cutFrames   []decode.Where
+	// sum keeps what Summary.note does, read by the merger after the last
+	// chunk.
+	sum Summary
 }
 
 func (rd *dealer) run() {
@@ -366,13 +364,11 @@ func (rd *dealer) run() {
 	rd.files.LeaveTCP() // the workers decode the TCP headers
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	var p capture.Packet
-	var sum Summary // the fields note keeps
 	var seq int64
 	packets := 0
 	take()
 	for i := 0; ; i++ {
 		if i&1023 == 0 && rd.ctx.Err() != nil {
-			rd.finish(&sum)
 			send(true, true, nil)
 			return
 		}
@@ -384,11 +380,10 @@ func (rd *dealer) run() {
 			break
 		}
 		if err != nil {
-			rd.finish(&sum)
 			send(true, false, err)
 			return
 		}
-		sum.note(&p)
+		rd.sum.note(&p)
 		seq++
 		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
 		pt := c.parts[pick(&p, src, dst, n)]
@@ -408,12 +403,7 @@ func (rd *dealer) run() {
 			packets = 0
 		}
 	}
-	rd.finish(&sum)
 	send(true, false, nil)
-}
-
-func (rd *dealer) finish(sum *Summary) {
-	rd.first, rd.last, rd.cutFrames = sum.First, sum.Last, sum.CutFrames
 }
 
 // pick deals a packet to a worker by its connection: both directions of a

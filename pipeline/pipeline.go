@@ -175,9 +175,7 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 		return runParallel(ctx, opt, files, sink, &sum)
 	}
 	d := &deliverer{sink: sink, sum: &sum}
-	dopt := opt.Decode
-	dopt.ScanBudget = opt.scanBudget(1)
-	asm := newWorker(opt.Reassembly, dopt, d).asm
+	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {
@@ -272,10 +270,13 @@ type workerConn struct {
 	dec  *decode.Conn
 }
 
-func newWorker(ropt reassembly.Options, dopt decode.Options, out emitter) *worker {
+// newWorker makes one of n workers, with assembler options ropt.
+func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worker {
+	dopt := opt.Decode
 	if dopt.Scratch == nil {
 		dopt.Scratch = new(decode.Scratch) // one event list for every connection
 	}
+	dopt.ScanBudget = opt.scanBudget(n)
 	w := &worker{dopt: dopt, out: out}
 	w.asm = reassembly.New(ropt, w)
 	return w

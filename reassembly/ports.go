@@ -66,6 +66,12 @@ func (p Ports) Has(port uint16) bool {
 	return p.set != nil && p.set[port/64]&(1<<(port%64)) != 0
 }
 
+// carries reports whether a segment between these ports is on a broker
+// port (with Auto, every segment is).
+func (p Ports) carries(src, dst uint16) bool {
+	return p.Auto || p.Has(src) || p.Has(dst)
+}
+
 // brokerIsDst decides the broker side of a new connection from its first
 // segment: the broker port; with Auto (or both ports listed), the receiver
 // of a SYN, the sender of a SYN/ACK, or else the lower port, since clients

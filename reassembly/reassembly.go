@@ -145,7 +145,7 @@ func NewFlushClock(ports Ports) *FlushClock { return &FlushClock{ports: ports} }
 // between these ports; when it is, the caller calls Expire(t) on its
 // assemblers after adding the packet.
 func (c *FlushClock) Due(srcPort, dstPort uint16, t time.Time) bool {
-	if !c.ports.Auto && !c.ports.Has(srcPort) && !c.ports.Has(dstPort) {
+	if !c.ports.carries(srcPort, dstPort) {
 		return false
 	}
 	if c.last.IsZero() {
@@ -258,7 +258,7 @@ func (a *Assembler) Stats() Stats { return a.stats }
 // Add assembles one captured segment.
 func (a *Assembler) Add(p *capture.Packet) {
 	tcp := p.TCP
-	if !a.opt.Ports.Auto && !a.opt.Ports.Has(uint16(tcp.SrcPort)) && !a.opt.Ports.Has(uint16(tcp.DstPort)) {
+	if !a.opt.Ports.carries(uint16(tcp.SrcPort), uint16(tcp.DstPort)) {
 		a.stats.Ignored++
 		return
 	}
@@ -308,16 +308,19 @@ func (a *Assembler) Add(p *capture.Packet) {
 // time: a live capture calls it with the wall clock while no packet comes,
 // and a caller with CallerFlushes when its FlushClock says so.
 func (a *Assembler) Expire(now time.Time) {
-	a.flushing, a.grouping = true, true
-	a.asm.FlushWithOptions(gpr.FlushOptions{T: now.Add(-a.opt.FlushAfter), TC: now.Add(-a.opt.IdleAfter)})
-	a.flushing = false
-	a.dispatch()
+	a.flushGrouped(func() {
+		a.asm.FlushWithOptions(gpr.FlushOptions{T: now.Add(-a.opt.FlushAfter), TC: now.Add(-a.opt.IdleAfter)})
+	})
 }
 
 // Finish hands over all data still waiting and closes every connection.
-func (a *Assembler) Finish() {
+func (a *Assembler) Finish() { a.flushGrouped(func() { a.asm.FlushAll() }) }
+
+// flushGrouped runs a flush of gopacket's over all connections with the
+// Handler calls it makes held, then makes them in order.
+func (a *Assembler) flushGrouped(flush func()) {
 	a.flushing, a.grouping = true, true
-	a.asm.FlushAll()
+	flush()
 	a.flushing = false
 	a.dispatch()
 }
@@ -349,8 +352,13 @@ type callback struct {
 	spans0, spans1 int // the spans in Assembler.heldSpans
 }
 
-// hold queues a callback of a flush; data and spans are copied.
-func (a *Assembler) hold(c callback, data []byte, spans []Span) {
+// call makes a Handler call, or during a grouped flush holds it (data and
+// spans copied) for dispatch.
+func (a *Assembler) call(c callback, data []byte, spans []Span) {
+	if !a.grouping {
+		a.make(&c, data, spans)
+		return
+	}
 	c.data0 = len(a.heldData)
 	a.heldData = append(a.heldData, data...)
 	c.data1 = len(a.heldData)
@@ -358,6 +366,23 @@ func (a *Assembler) hold(c callback, data []byte, spans []Span) {
 	a.heldSpans = append(a.heldSpans, spans...)
 	c.spans1 = len(a.heldSpans)
 	a.held = append(a.held, c)
+}
+
+// make makes one Handler call. A connection is numbered as it opens.
+func (a *Assembler) make(c *callback, data []byte, spans []Span) {
+	s := c.s
+	switch c.kind {
+	case callOpen:
+		a.nextID++
+		s.conn.ID = a.nextID
+		a.h.Open(&s.conn)
+	case callGap:
+		a.h.Gap(&s.conn, c.dir, c.lost, c.at)
+	case callData:
+		a.h.Data(&s.conn, c.dir, data, spans)
+	case callClosed:
+		a.h.Closed(&s.conn, c.at)
+	}
 }
 
 // dispatch makes the held callbacks, connection by connection.
@@ -376,19 +401,7 @@ func (a *Assembler) dispatch() {
 	})
 	for i := range held {
 		c := &held[i]
-		s := c.s
-		switch c.kind {
-		case callOpen:
-			a.nextID++
-			s.conn.ID = a.nextID
-			a.h.Open(&s.conn)
-		case callGap:
-			a.h.Gap(&s.conn, c.dir, c.lost, c.at)
-		case callData:
-			a.h.Data(&s.conn, c.dir, a.heldData[c.data0:c.data1], a.heldSpans[c.spans0:c.spans1])
-		case callClosed:
-			a.h.Closed(&s.conn, c.at)
-		}
+		a.make(c, a.heldData[c.data0:c.data1], a.heldSpans[c.spans0:c.spans1])
 	}
 	clear(held) // the streams
 	a.held, a.heldData, a.heldSpans = held[:0], a.heldData[:0], a.heldSpans[:0]
@@ -731,13 +744,7 @@ func (s *stream) open() {
 	s.conn.opened = true
 	s.a.stats.Connections++
 	s.conn.MidStream = [2]bool{!s.conn.syn[ToBroker], !s.conn.syn[ToClient]}
-	if s.a.grouping {
-		s.a.hold(callback{s: s, kind: callOpen}, nil, nil)
-		return
-	}
-	s.a.nextID++
-	s.conn.ID = s.a.nextID
-	s.a.h.Open(&s.conn)
+	s.a.call(callback{s: s, kind: callOpen}, nil, nil)
 }
 
 func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
@@ -761,18 +768,10 @@ func (s *stream) ReassembledSG(sg gpr.ScatterGather, ac gpr.AssemblerContext) {
 		if skip > 0 {
 			s.a.stats.GapBytes += int64(skip)
 		}
-		if s.a.grouping {
-			s.a.hold(callback{s: s, kind: callGap, dir: dir, lost: skip, at: spans[0]}, nil, nil)
-		} else {
-			s.a.h.Gap(&s.conn, dir, skip, spans[0])
-		}
+		s.a.call(callback{s: s, kind: callGap, dir: dir, lost: skip, at: spans[0]}, nil, nil)
 	}
 	if n > 0 {
-		if s.a.grouping {
-			s.a.hold(callback{s: s, kind: callData, dir: dir}, sg.Fetch(n), spans)
-		} else {
-			s.a.h.Data(&s.conn, dir, sg.Fetch(n), spans)
-		}
+		s.a.call(callback{s: s, kind: callData, dir: dir}, sg.Fetch(n), spans)
 	}
 }
 
@@ -784,11 +783,7 @@ func (s *stream) ReassemblyComplete(gpr.AssemblerContext) bool {
 		}
 	}
 	if s.conn.opened {
-		if s.a.grouping {
-			s.a.hold(callback{s: s, kind: callClosed, at: s.last}, nil, nil)
-		} else {
-			s.a.h.Closed(&s.conn, s.last)
-		}
+		s.a.call(callback{s: s, kind: callClosed, at: s.last}, nil, nil)
 	}
 	return true
 }

@@ -87,7 +87,7 @@ func (h *keyHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time
 }
 
 // waitRead waits until the client has read at least n responses for each
-// key.
+// key; its error names what was missing and what the hook saw.
 func (h *keyHook) waitRead(ctx context.Context, n int, keys ...int16) error {
 	for {
 		h.mu.Lock()
@@ -104,7 +104,7 @@ func (h *keyHook) waitRead(ctx context.Context, n int, keys ...int16) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d responses to keys %v: %w", n, missing, ctx.Err())
+			return fmt.Errorf("waiting for %d responses to keys %v: %w (%s)", n, missing, ctx.Err(), h)
 		case <-ch:
 		}
 	}
@@ -186,7 +186,7 @@ func runProducer(ctx context.Context) (string, error) {
 	// Telemetry starts once the client has produced: it asks for its
 	// subscription, and pushes a final (terminating) report on close.
 	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
-		return "", fmt.Errorf("%w (%s)", err, hook)
+		return "", err
 	}
 	if err := closeWithTelemetry(cl, hook); err != nil {
 		return "", err
@@ -233,10 +233,10 @@ func runGroupClassic(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := hook.waitRead(ctx, 2, int16(kmsg.Heartbeat)); err != nil {
-		return "", fmt.Errorf("%w (%s)", err, hook)
+		return "", err
 	}
 	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
-		return "", fmt.Errorf("%w (%s)", err, hook)
+		return "", err
 	}
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		return "", fmt.Errorf("committing: %w", err)
@@ -267,7 +267,7 @@ func runGroup848(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := hook.waitRead(ctx, 3, int16(kmsg.ConsumerGroupHeartbeat)); err != nil {
-		return "", fmt.Errorf("%w (%s)", err, hook)
+		return "", err
 	}
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		return "", fmt.Errorf("committing: %w", err)
