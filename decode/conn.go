@@ -123,7 +123,6 @@ func (c *Conn) ClientID() (string, bool) { return c.clientID, c.knowsClientID }
 // byte may sit anywhere inside a frame (the capture missed the handshake).
 func (c *Conn) Start(s Side, midStream bool) {
 	f := &c.side[s]
-	f.started = true
 	f.midStart = midStream
 	if midStream {
 		f.lose()
@@ -147,7 +146,6 @@ func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
 		return c.events
 	}
 	f := &c.side[s]
-	f.started = true
 	if !f.synced && !f.lost && f.got == 0 && f.nSize == 0 && s == ClientSide && isTLSStart(data) {
 		c.notKafka(s, spans[0].At, "TLS")
 		return c.events
@@ -251,9 +249,8 @@ func (c *Conn) Finish() []Event {
 
 // framer follows the frames of one side.
 type framer struct {
-	side    Side
-	started bool
-	synced  bool // a frame was decoded on this side
+	side   Side
+	synced bool // a frame was decoded on this side
 	// midStart: the side began inside the stream, possibly inside a
 	// message larger than any scan, so only its end proves it is not Kafka.
 	midStart bool

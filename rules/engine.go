@@ -265,7 +265,7 @@ func (e *Engine) request(cs *connState, ev *decode.Event) {
 	hv := h.HeaderVersion
 	r.seed = cs.seed.judge(hv, x, ev.At)
 	r.accepted = cs.accepted.judge(hv, x, h, ev.At)
-	r.old = cs.oldClient.judge(hv, x, ev.At)
+	r.old = cs.oldClient.judge(hv, x)
 	if x.carries && !cs.hasFirstID {
 		cs.firstID, cs.hasFirstID = x.id, true
 	}

@@ -169,14 +169,13 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 type oldClientJudge struct {
 	midStream bool
 	done      bool
-	at        Frame
 }
 
-func (j *oldClientJudge) judge(hv int, x headerID, at decode.Where) []cand {
+func (j *oldClientJudge) judge(hv int, x headerID) []cand {
 	if hv != 3 || j.done {
 		return nil
 	}
-	j.done, j.at = true, frameOf(at)
+	j.done = true
 	switch {
 	case x.tag && x.id.IsZero():
 		return []cand{{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: "ZERO"}}

@@ -18,12 +18,10 @@ type instanceState struct {
 	id          decode.UUID
 	clientIDs   []string
 	addrs       []addrFrame // first frame per client address
-	firstAddr   netip.Addr
 	brokers     []netip.AddrPort
 	conns       []int
 	first, last decode.Where
 	seq         int64 // when it was last seen, in requests
-	shared      bool  // instance-id-shared was reported
 }
 
 type addrFrame struct {
@@ -78,7 +76,7 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 		if len(e.instances) >= e.opt.MaxInstances {
 			e.evictInstances()
 		}
-		in = &instanceState{id: x.id, first: ev.At, firstAddr: cs.info.Key.Client.Addr()}
+		in = &instanceState{id: x.id, first: ev.At}
 		e.instances[x.id] = in
 	}
 	in.last = ev.At
@@ -94,10 +92,9 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 	known := slices.ContainsFunc(in.addrs, func(a addrFrame) bool { return a.addr == addr })
 	if !known && len(in.addrs) < maxPerInstance {
 		in.addrs = append(in.addrs, addrFrame{addr, frameOf(ev.At)})
-		if len(in.addrs) > 1 && !in.shared {
-			in.shared = true
-			// The first address is the first in the list.
-			out = append(out, cand{rule: InstanceIDShared, expected: "one client address (" + in.firstAddr.String() + ")",
+		if len(in.addrs) == 2 {
+			// A second address: reported once, as the list only grows.
+			out = append(out, cand{rule: InstanceIDShared, expected: "one client address (" + in.addrs[0].addr.String() + ")",
 				seen: x.id.String() + " also from " + addr.String(), related: []Frame{in.addrs[0].frame}})
 		}
 	}
