@@ -28,7 +28,9 @@ var ErrPermission = errors.New("live capture needs root or the CAP_NET_RAW capab
 type LiveOptions struct {
 	// Interface to capture on; "any" captures on all of them.
 	Interface string
-	// Snaplen is the most bytes kept of a frame (default 262144).
+	// Snaplen is the most bytes libpcap and the socket without a ring keep
+	// of a frame (default 262144); with the ring, the kernel keeps what
+	// Filter's program returns, which should be the same.
 	Snaplen int
 	// RingMB is the size of the kernel ring buffer in MiB (default 64):
 	// what absorbs bursts while kidscope is busy.
@@ -99,10 +101,21 @@ func OpenLive(opt LiveOptions) (*Live, error) {
 	if opt.Poll <= 0 {
 		opt.Poll = 100 * time.Millisecond
 	}
+	l := &Live{name: opt.Interface, rec: opt.Record}
+	if opt.Libpcap {
+		// libpcap tells the link type of what it delivers (Linux SLL on
+		// "any"), and drops the loopback echoes itself.
+		var err error
+		if l.other, l.link, err = openLibpcap(opt); err != nil {
+			return nil, openError(opt.Interface, err)
+		}
+		return l, nil
+	}
 	link, err := LinkTypeOf(opt.Interface)
 	if err != nil {
 		return nil, err
 	}
+	l.link = link
 	var prog []bpf.RawInstruction
 	if opt.Filter != nil {
 		if prog, err = opt.Filter(link); err != nil {
@@ -113,30 +126,29 @@ func OpenLive(opt LiveOptions) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{name: opt.Interface, link: link, rec: opt.Record}
-	if opt.Libpcap {
-		if l.other, err = openLibpcap(opt, prog); err != nil {
-			if isPermission(err) {
-				return nil, fmt.Errorf("capture on %s: %w", opt.Interface, ErrPermission)
-			}
-			return nil, fmt.Errorf("capture on %s: %w", opt.Interface, err)
-		}
-		return l, nil
-	}
 	if err := l.openRing(opt, prog); err != nil {
 		if isPermission(err) {
-			return nil, fmt.Errorf("capture on %s: %w", opt.Interface, ErrPermission)
+			return nil, openError(opt.Interface, err)
 		}
 		// TPACKET_V3 may be missing (old kernels, some sandboxes): a plain
 		// packet socket still works, only slower.
 		if ferr := l.openSocket(opt, prog); ferr != nil {
 			if isPermission(ferr) {
-				return nil, fmt.Errorf("capture on %s: %w", opt.Interface, ErrPermission)
+				return nil, openError(opt.Interface, ferr)
 			}
 			return nil, fmt.Errorf("capture on %s: %w (and without the ring: %v)", opt.Interface, err, ferr)
 		}
 	}
 	return l, nil
+}
+
+// openError says why capturing on iface could not start; a missing
+// privilege is ErrPermission, which says how to grant it.
+func openError(iface string, err error) error {
+	if isPermission(err) {
+		err = ErrPermission
+	}
+	return fmt.Errorf("capture on %s: %w", iface, err)
 }
 
 func isPermission(err error) bool {

@@ -4,8 +4,8 @@ package capture
 
 import (
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcap"
-	"golang.org/x/net/bpf"
 )
 
 // errLibpcapTimeout is libpcap's read timeout: no packet yet.
@@ -15,23 +15,30 @@ var errLibpcapTimeout = pcap.NextErrorTimeoutExpired
 // the way (or to compare with it).
 type libpcapSource struct{ h *pcap.Handle }
 
-func openLibpcap(opt LiveOptions, prog []bpf.RawInstruction) (frameSource, error) {
-	iface := opt.Interface
-	h, err := pcap.OpenLive(iface, int32(opt.Snaplen), false, opt.Poll)
+// openLibpcap opens the interface and sets opt.Filter, compiled for the
+// link type the handle delivers.
+func openLibpcap(opt LiveOptions) (frameSource, layers.LinkType, error) {
+	h, err := pcap.OpenLive(opt.Interface, int32(opt.Snaplen), false, opt.Poll)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if len(prog) > 0 {
+	link := h.LinkType()
+	if opt.Filter != nil {
+		prog, err := opt.Filter(link)
+		if err != nil {
+			h.Close()
+			return nil, 0, err
+		}
 		ins := make([]pcap.BPFInstruction, len(prog))
 		for i, r := range prog {
 			ins[i] = pcap.BPFInstruction{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
 		}
 		if err := h.SetBPFInstructionFilter(ins); err != nil {
 			h.Close()
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return &libpcapSource{h: h}, nil
+	return &libpcapSource{h: h}, link, nil
 }
 
 func (s *libpcapSource) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error) {

@@ -5,12 +5,12 @@ package capture
 import (
 	"errors"
 
-	"golang.org/x/net/bpf"
+	"github.com/gopacket/gopacket/layers"
 )
 
 var errLibpcapTimeout = errors.New("libpcap timeout")
 
 // openLibpcap is only in binaries built with -tags libpcap.
-func openLibpcap(LiveOptions, []bpf.RawInstruction) (frameSource, error) {
-	return nil, errors.New("this kidscope was built without libpcap (go build -tags libpcap, with cgo and libpcap-dev)")
+func openLibpcap(LiveOptions) (frameSource, layers.LinkType, error) {
+	return nil, 0, errors.New("this kidscope was built without libpcap (go build -tags libpcap, with cgo and libpcap-dev)")
 }

@@ -211,6 +211,10 @@ func TestFilter(t *testing.T) {
 	if g, _ := New("vlan or tcp port 9092", 0); g.Match(layers.LinkTypeEthernet, eth) {
 		t.Error("vlan or tcp port 9092: untagged frame accepted")
 	}
+	sized, _ := f.WithSnaplen(200).RawFor(layers.LinkTypeEthernet)
+	if last := sized[len(sized)-2]; last.K != 200 {
+		t.Errorf("WithSnaplen(200): a match returns %d", last.K)
+	}
 	p1, _ := f.Program(layers.LinkTypeEthernet)
 	p2, _ := f.Program(layers.LinkTypeEthernet)
 	if p1 != p2 || p1.LinkType() != layers.LinkTypeEthernet || p1.Expr() != f.String() {

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 
@@ -218,7 +219,6 @@ type gen struct {
 	link        layers.LinkType
 	offLinkType int // -1: the link has no type field
 	offLinkPL   int
-	vlanDepth   int
 }
 
 func newGen(link layers.LinkType) (*gen, error) {
@@ -401,10 +401,6 @@ func (g *gen) host4(p *prim) *block {
 	return b0
 }
 
-func word(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
 func (g *gen) hostop6(p *prim, dir dirQual, srcOff, dstOff int) *block {
 	var off int
 	switch dir {
@@ -424,12 +420,12 @@ func (g *gen) hostop6(p *prim, dir dirQual, srcOff, dstOff int) *block {
 		return b1
 	}
 	a, m := p.addr6[:], p.mask6[:]
-	b1 := g.mcmp(orLinkPL, off+12, bpfW, word(a[12:]), word(m[12:]))
-	b0 := g.mcmp(orLinkPL, off+8, bpfW, word(a[8:]), word(m[8:]))
+	b1 := g.mcmp(orLinkPL, off+12, bpfW, binary.BigEndian.Uint32(a[12:]), binary.BigEndian.Uint32(m[12:]))
+	b0 := g.mcmp(orLinkPL, off+8, bpfW, binary.BigEndian.Uint32(a[8:]), binary.BigEndian.Uint32(m[8:]))
 	genAnd(b0, b1)
-	b0 = g.mcmp(orLinkPL, off+4, bpfW, word(a[4:]), word(m[4:]))
+	b0 = g.mcmp(orLinkPL, off+4, bpfW, binary.BigEndian.Uint32(a[4:]), binary.BigEndian.Uint32(m[4:]))
 	genAnd(b0, b1)
-	b0 = g.mcmp(orLinkPL, off+0, bpfW, word(a[0:]), word(m[0:]))
+	b0 = g.mcmp(orLinkPL, off+0, bpfW, binary.BigEndian.Uint32(a[0:]), binary.BigEndian.Uint32(m[0:]))
 	genAnd(b0, b1)
 	b0 = g.linktype(etherIPv6)
 	genAnd(b0, b1)
@@ -443,8 +439,8 @@ func (g *gen) ipfrag() *block {
 	return b
 }
 
-// atom4 and atom6 test one port (hi < 0) or a port range at off (0 for the
-// source port, 2 for the destination port) of the transport header.
+// atom tests one port (lo), or with isRange the ports lo to hi, at off (0
+// for the source port, 2 for the destination port) of the transport header.
 func (g *gen) atom(rel offrel, off int, lo, hi uint32, isRange bool) *block {
 	if !isRange {
 		return g.cmp(rel, off, bpfH, lo)
@@ -532,7 +528,6 @@ func (g *gen) vlan(id int) (*block, error) {
 	// an "or": libpcap moves the offsets for the rest of the expression.
 	g.offLinkPL += 4
 	g.offLinkType += 4
-	g.vlanDepth++
 	return b0, nil
 }
 

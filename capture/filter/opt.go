@@ -365,17 +365,9 @@ func (o *optimizer) foldOp(s *stmt, v0, v1 uint32) bool {
 	case bpfXOR:
 		a ^= b
 	case bpfLSH:
-		if b < 32 {
-			a <<= b
-		} else {
-			a = 0
-		}
+		a = shl(a, b)
 	case bpfRSH:
-		if b < 32 {
-			a >>= b
-		} else {
-			a = 0
-		}
+		a = shr(a, b)
 	default:
 		return false
 	}

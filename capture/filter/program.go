@@ -287,6 +287,16 @@ func NewRaw(raw []bpf.RawInstruction) (*Filter, error) {
 	return &Filter{raw: p}, nil
 }
 
+// WithSnaplen returns the filter with its matching programs returning
+// snaplen: the bytes a kernel socket keeps of a frame. A raw filter's
+// program says its own, and is returned as it is.
+func (f *Filter) WithSnaplen(snaplen int) *Filter {
+	if f.raw != nil {
+		return f
+	}
+	return &Filter{expr: f.expr, tree: f.tree, snaplen: snaplen}
+}
+
 // String returns the expression, or "(raw BPF)" for a raw filter.
 func (f *Filter) String() string {
 	if f.raw != nil {

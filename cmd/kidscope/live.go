@@ -94,7 +94,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if !report.ValidAnalyzeFormat(in.output) {
 		return usageError(fmt.Errorf("-o %q: live writes table, json, ndjson, csv or markdown", in.output))
 	}
-	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports)
+	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports, lf.snaplen)
 	if err != nil {
 		return usageError(err)
 	}
@@ -209,15 +209,16 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 }
 
 // kernelFilter is the filter live runs in the kernel: --filter or
-// --bpf-raw, else TCP on the broker ports.
-func kernelFilter(flt *filter.Filter, ports reassembly.Ports) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
+// --bpf-raw, else TCP on the broker ports. A match returns snaplen, the
+// bytes the kernel keeps of the frame (a --bpf-raw program says its own).
+func kernelFilter(flt *filter.Filter, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
 	if flt == nil {
 		var err error
 		if flt, err = filter.New(filter.Default(ports.List()), 0); err != nil {
 			return nil, err
 		}
 	}
-	return flt.RawFor, nil
+	return flt.WithSnaplen(snaplen).RawFor, nil
 }
 
 // statusLine keeps one line of status at the bottom of a terminal.
