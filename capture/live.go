@@ -66,7 +66,6 @@ type Live struct {
 	other  frameSource
 	link   layers.LinkType
 	rec    *Recorder
-	frame  int64
 	stats  Stats
 	tcp    layers.TCP
 	closed bool
@@ -279,13 +278,12 @@ func (l *Live) Next(p *Packet) error {
 		if err != nil {
 			return fmt.Errorf("capture on %s: %w", l.name, err)
 		}
-		file, frame := 0, l.frame+1
+		file, frame := 0, l.stats.Packets+1
 		if l.rec != nil {
 			if file, frame, err = l.rec.Write(ci, data); err != nil {
 				return err
 			}
 		}
-		l.frame++
 		l.stats.Packets++
 		l.stats.Bytes += int64(len(data))
 		v, info := decodeFrame(l.link, data, &l.tcp, &p.Network)
