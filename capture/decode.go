@@ -73,7 +73,7 @@ type frameInfo struct {
 // decodeFrame decodes one frame of the given link type. For a TCP segment it
 // fills flow and, when tcp is not nil, tcp (whose Payload aliases data,
 // trimmed to the IP length).
-func decodeFrame(link layers.LinkType, data []byte, tcp *layers.TCP, flow *gopacket.Flow) (verdict, frameInfo) {
+func decodeFrame(link layers.LinkType, data []byte, tcp *tcpLayer, flow *gopacket.Flow) (verdict, frameInfo) {
 	ipb, version, v := linkPayload(link, data)
 	if v != isTCP {
 		return v, frameInfo{}
@@ -103,11 +103,10 @@ func decodeFrame(link layers.LinkType, data []byte, tcp *layers.TCP, flow *gopac
 	if hlen < 20 || hlen > declared || hlen > len(seg) {
 		return isMalformed, frameInfo{}
 	}
-	// gopacket's decoder fails on nothing more than the checks above (it
-	// stops at a malformed option and keeps the ones before): a caller
-	// may leave it to later, on the segment.
+	// The TCP decoder fails on nothing more than the checks above: a
+	// caller may leave it to later, on the segment.
 	if tcp != nil {
-		if err := tcp.DecodeFromBytes(seg, gopacket.NilDecodeFeedback); err != nil {
+		if err := tcp.dec.Decode(&tcp.TCP, seg); err != nil {
 			return isMalformed, frameInfo{}
 		}
 	}

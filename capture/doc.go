@@ -19,13 +19,20 @@
 //     malformed header is counted or recorded with its file and frame, and
 //     reading goes on; nothing in a file can make the reader panic.
 //
-// Hot path: each file is read with pcapgo's zero-copy reads and decoded into
-// layer structs that are reused, so reading allocates nothing per packet. The
-// one exception is inside pcapgo: its pcapng reader boxes each packet's link
-// type into an interface, which allocates for link types of 256 and above
-// (SLL2, as dumpcap writes for "-i any"). Several files are merged without
-// copying: a file is read on only after its last packet was handed out, at
-// the next call to Next, so that packet's bytes stay valid until then.
+// Hot path: a classic pcap file is mapped into memory and its packets are
+// handed out where they lie, valid until Close (Packet.Stable), with the
+// pages behind the read position given back as it goes (mapped.go); a file
+// cut shorter while it is read makes those reads fault, which Reader.Fault
+// turns into an error for a goroutine that asked for faults as panics.
+// Other inputs (stdin, pcapng, gzip) are read with zero-copy reads out of a
+// read buffer. Headers are decoded into layer structs that are reused, the
+// TCP options skipped (TCPDecoder), so reading allocates nothing per
+// packet. The one exception is inside pcapgo: its pcapng reader boxes each
+// packet's link type into an interface, which allocates for link types of
+// 256 and above (SLL2, as dumpcap writes for "-i any"). Several files are
+// merged without copying: a file is read on only after its last packet was
+// handed out, at the next call to Next, so that packet's bytes stay valid
+// until then.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture

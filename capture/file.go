@@ -87,11 +87,12 @@ type source struct {
 	br     *bufio.Reader
 	pos    *countingReader // the bytes under br, decompressed: br's position is pos.n - br.Buffered()
 	pr     packetSource
+	mapped *mappedRecords  // pr when the file is read through a mapping; br and pos are nil then
 	ng     bool            // pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
 	frame  int64           // frames read so far
 	head   Packet          // the next TCP packet of this file, when it is in the heap
-	tcp    layers.TCP      // head.TCP points here
+	tcp    tcpLayer        // head.TCP points here
 }
 
 // countingReader counts the bytes read through it, and adds them to total
@@ -149,6 +150,12 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 				r.Close()
 				return nil, err
 			}
+			if !classicViaPcapgo {
+				if recs, link := mapPcap(f, name, &r.read); recs != nil {
+					r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
+					continue
+				}
+			}
 			raw, closer = f, f
 		}
 		s, err := r.newSource(i, name, raw, bufSize)
@@ -165,13 +172,21 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 	return r, nil
 }
 
+// mappedSource is the source of a classic pcap file read through a
+// mapping (mapped.go).
+func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
+	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link}
+	s.head.TCP = &s.tcp.TCP
+	return s
+}
+
 // newSource detects the format of raw and reads its file header.
 func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (*source, error) {
 	fail := func(format string, args ...any) error {
 		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf(format, args...)}
 	}
 	s := &source{index: index, name: name}
-	s.head.TCP = &s.tcp
+	s.head.TCP = &s.tcp.TCP
 	s.pos = &countingReader{r: raw, total: &r.read}
 	s.br = bufio.NewReaderSize(s.pos, bufSize)
 	compressed := false
@@ -298,7 +313,7 @@ func (r *Reader) Next(p *Packet) error {
 // returns false at the end of the file or when the file cannot be read on.
 func (r *Reader) advance(s *source) bool {
 	for {
-		before := s.pos.n - int64(s.br.Buffered())
+		before := s.position()
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
 			// pcapgo's pcap reader reports a file that ends right after a
@@ -306,7 +321,7 @@ func (r *Reader) advance(s *source) bool {
 			// byte was taken is a clean one. Its pcapng reader gets this
 			// right, and may take whole non-packet blocks before a clean
 			// end.
-			if err == io.EOF && (s.ng || s.pos.n-int64(s.br.Buffered()) == before) {
+			if err == io.EOF && (s.ng || s.position() == before) {
 				return false
 			}
 			r.fileProblem(s, err)
@@ -346,10 +361,22 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Time = ci.Timestamp
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
-		s.head.TCP = tcp
+		s.head.Stable = s.mapped != nil
+		s.head.TCP = nil
+		if tcp != nil {
+			s.head.TCP = &tcp.TCP
+		}
 		s.head.WireLength = ci.Length
 		return true
 	}
+}
+
+// position is how far s has been read, in (decompressed) file bytes.
+func (s *source) position() int64 {
+	if s.mapped != nil {
+		return int64(s.mapped.off)
+	}
+	return s.pos.n - int64(s.br.Buffered())
 }
 
 // fileProblem records why s could not be read to its end.
@@ -434,6 +461,28 @@ func (r *Reader) Files() []string {
 // It is meant for a progress bar and may be called from any goroutine.
 func (r *Reader) BytesRead() int64 { return r.read.Load() }
 
+// Fault turns v, a value recovered from a panic, into an error when it is
+// a memory fault in one of the files the Reader has mapped: the file was
+// cut shorter while it was read (the bytes of a Stable packet are read
+// where the file lies, and the pages past its new end are gone). It returns
+// nil for any other value, which the caller should panic with again. Only
+// a goroutine that called debug.SetPanicOnFault(true) gets such a panic
+// instead of a crash.
+func (r *Reader) Fault(v any) error {
+	f, ok := v.(interface{ Addr() uintptr })
+	if !ok {
+		return nil
+	}
+	for _, s := range r.srcs {
+		if s.mapped != nil {
+			if err := s.mapped.m.fault(f.Addr()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Close closes the input files (not stdin, which the caller owns).
 func (r *Reader) Close() error {
 	if r.closed {
@@ -442,6 +491,9 @@ func (r *Reader) Close() error {
 	r.closed = true
 	var first error
 	for _, s := range r.srcs {
+		if s.mapped != nil {
+			s.mapped.m.unmap()
+		}
 		if s.closer != nil {
 			if err := s.closer.Close(); err != nil && first == nil {
 				first = err

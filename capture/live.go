@@ -67,7 +67,7 @@ type Live struct {
 	link   layers.LinkType
 	rec    *Recorder
 	stats  Stats
-	tcp    layers.TCP
+	tcp    tcpLayer
 	closed bool
 }
 
@@ -291,7 +291,7 @@ func (l *Live) Next(p *Packet) error {
 		if !l.stats.count(v, info) {
 			continue
 		}
-		p.File, p.Frame, p.Time, p.TCP, p.Cut, p.WireLength = file, frame, ci.Timestamp, &l.tcp, info.cut, ci.Length
+		p.File, p.Frame, p.Time, p.TCP, p.Cut, p.WireLength = file, frame, ci.Timestamp, &l.tcp.TCP, info.cut, ci.Length
 		return nil
 	}
 }

@@ -22,6 +22,10 @@ type Packet struct {
 	// length. With Reader.LeaveTCP, TCP is nil and Segment is what there
 	// is, for the caller to decode (it decodes without error).
 	Segment []byte
+	// Stable is true when Segment stays valid until the Reader is closed,
+	// not only until the next call to Next: the file is read through a
+	// memory mapping, and its bytes are not reused.
+	Stable bool
 	// Cut is true when the snap length cut this frame's TCP payload: the
 	// payload is shorter than the IP header says, so bytes are missing.
 	Cut bool

@@ -24,29 +24,54 @@ var classicViaPcapgo = false
 // lies, not copied into a packet buffer first as pcapgo does. That copy was
 // about a tenth of the cost of reading a large capture.
 type pcapRecords struct {
-	br     *bufio.Reader
+	pcapFormat
+	br  *bufio.Reader
+	big []byte // a record larger than the read buffer is copied here
+}
+
+// pcapFormat is what a classic pcap file's header says about its records.
+type pcapFormat struct {
 	order  binary.ByteOrder
 	nanos  uint32 // nanoseconds per unit of the timestamp's fraction field
 	maxCap int
 	snap   uint32 // the header's snap length, named in the error for a longer record
-	big    []byte // a record larger than the read buffer is copied here
+}
+
+// newPcapFormat reads the 24-byte file header hdr, which pcapgo has checked.
+func newPcapFormat(hdr []byte) pcapFormat {
+	f := pcapFormat{order: binary.LittleEndian, nanos: 1000}
+	switch string(hdr[:4]) {
+	case "\xa1\xb2\xc3\xd4":
+		f.order = binary.BigEndian
+	case "\x4d\x3c\xb2\xa1":
+		f.nanos = 1
+	case "\xa1\xb2\x3c\x4d":
+		f.order, f.nanos = binary.BigEndian, 1
+	}
+	f.snap = f.order.Uint32(hdr[16:20])
+	f.maxCap = max(int(f.snap), maxRecordLength)
+	return f
+}
+
+// record reads the 16-byte record header h.
+func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
+	var ci gopacket.CaptureInfo
+	ci.Timestamp = time.Unix(int64(f.order.Uint32(h[0:4])), int64(f.order.Uint32(h[4:8])*f.nanos)).UTC()
+	ci.CaptureLength = int(f.order.Uint32(h[8:12]))
+	ci.Length = int(f.order.Uint32(h[12:16]))
+	if ci.CaptureLength > f.maxCap {
+		return ci, fmt.Errorf("capture length exceeds snap length: %d > %d", ci.CaptureLength, f.snap)
+	}
+	if ci.CaptureLength > ci.Length {
+		return ci, fmt.Errorf("capture length exceeds original packet length: %d > %d", ci.CaptureLength, ci.Length)
+	}
+	return ci, nil
 }
 
 // newPcapRecords reads the records after the 24-byte file header hdr,
 // which pcapgo has read and checked.
 func newPcapRecords(br *bufio.Reader, hdr []byte) *pcapRecords {
-	r := &pcapRecords{br: br, order: binary.LittleEndian, nanos: 1000}
-	switch string(hdr[:4]) {
-	case "\xa1\xb2\xc3\xd4":
-		r.order = binary.BigEndian
-	case "\x4d\x3c\xb2\xa1":
-		r.nanos = 1
-	case "\xa1\xb2\x3c\x4d":
-		r.order, r.nanos = binary.BigEndian, 1
-	}
-	r.snap = r.order.Uint32(hdr[16:20])
-	r.maxCap = max(int(r.snap), maxRecordLength)
-	return r
+	return &pcapRecords{pcapFormat: newPcapFormat(hdr), br: br}
 }
 
 // ZeroCopyReadPacketData returns the next record's bytes, valid until the
@@ -61,14 +86,9 @@ func (r *pcapRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, er
 		}
 		return nil, ci, unexpected(err)
 	}
-	ci.Timestamp = time.Unix(int64(r.order.Uint32(h[0:4])), int64(r.order.Uint32(h[4:8])*r.nanos)).UTC()
-	ci.CaptureLength = int(r.order.Uint32(h[8:12]))
-	ci.Length = int(r.order.Uint32(h[12:16]))
-	if ci.CaptureLength > r.maxCap {
-		return nil, ci, fmt.Errorf("capture length exceeds snap length: %d > %d", ci.CaptureLength, r.snap)
-	}
-	if ci.CaptureLength > ci.Length {
-		return nil, ci, fmt.Errorf("capture length exceeds original packet length: %d > %d", ci.CaptureLength, ci.Length)
+	ci, err = r.record(h)
+	if err != nil {
+		return nil, ci, err
 	}
 	n := 16 + ci.CaptureLength
 	if n <= r.br.Size() {

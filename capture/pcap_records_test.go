@@ -36,11 +36,12 @@ func listPackets(t *testing.T, r *Reader) string {
 	return b.String()
 }
 
-// TestPcapRecordsMatchPcapgo reads classic pcap files with pcapRecords and
-// with pcapgo's reader: whole, cut at many offsets (inside a record's
-// header and inside its data), with a record longer than the read buffer
-// and with one longer than the snap length, both must list the same
-// packets, counters and problems.
+// TestPcapRecordsMatchPcapgo reads classic pcap files three ways: mapped
+// (a file), with pcapRecords (the same bytes on stdin) and with pcapgo's
+// reader: whole, cut at many offsets (inside a record's header and inside
+// its data), with a record longer than the read buffer and with one longer
+// than the snap length, all must list the same packets, counters and
+// problems.
 func TestPcapRecordsMatchPcapgo(t *testing.T) {
 	var inputs [][]byte
 	for _, name := range []string{"admin.pcap", "group-classic.pcap"} {
@@ -68,25 +69,46 @@ func TestPcapRecordsMatchPcapgo(t *testing.T) {
 	inputs = append(inputs, long, long[:24+16+bufferSize+100])
 	dir := t.TempDir()
 	defer func() { classicViaPcapgo = false }()
+	type way struct {
+		name             string
+		stdin, viaPcapgo bool
+	}
+	ways := []way{{"mapped", false, false}, {"pcapRecords", true, false}, {"pcapgo", false, true}}
 	for i, in := range inputs {
 		path := filepath.Join(dir, fmt.Sprintf("in%d.pcap", i))
 		if err := os.WriteFile(path, in, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var lists [2]string
-		for k, viaPcapgo := range []bool{false, true} {
-			classicViaPcapgo = viaPcapgo
-			r, err := Open([]string{path}, nil)
-			if err != nil {
-				t.Fatalf("input %d: %v", i, err)
+		var lists [3]string
+		for k, w := range ways {
+			classicViaPcapgo = w.viaPcapgo
+			var r *Reader
+			var err error
+			if w.stdin {
+				r, err = Open([]string{"-"}, bytes.NewReader(in))
+			} else {
+				r, err = Open([]string{path}, nil)
 			}
-			if _, own := r.srcs[0].pr.(*pcapRecords); own == viaPcapgo {
-				t.Fatalf("input %d: the wrong reader", i)
+			if err != nil {
+				t.Fatalf("input %d, %s: %v", i, w.name, err)
+			}
+			got := "pcapgo"
+			switch r.srcs[0].pr.(type) {
+			case *mappedRecords:
+				got = "mapped"
+			case *pcapRecords:
+				got = "pcapRecords"
+			}
+			if got != w.name {
+				t.Fatalf("input %d: read with %s, want %s", i, got, w.name)
 			}
 			lists[k] = listPackets(t, r)
 		}
-		if lists[0] != lists[1] {
-			t.Errorf("input %d (%d bytes): pcapRecords differs from pcapgo\nours:\n%s\npcapgo:\n%s", i, len(in), lists[0], lists[1])
+		for k := 1; k < len(ways); k++ {
+			if lists[k] != lists[0] {
+				t.Errorf("input %d (%d bytes): %s differs from %s\n%s:\n%s\n%s:\n%s", i, len(in), ways[k].name, ways[0].name,
+					ways[0].name, lists[0], ways[k].name, lists[k])
+			}
 		}
 		if i == 0 && !strings.Contains(lists[0], "seq=") {
 			t.Fatal("the real capture gave no packets")

@@ -47,7 +47,9 @@ const (
 
 // chunk is a run of consecutive packets, dealt to the workers in parts.
 type chunk struct {
-	arena []byte  // the TCP header and payload of each packet, read by all workers
+	// arena holds the TCP header and payload of each packet the reader
+	// did not hand out Stable, read by all workers.
+	arena []byte
 	parts []*part // one per worker
 	last  bool    // the final chunk: the workers finish their connections
 	err   error
@@ -63,20 +65,21 @@ type part struct {
 	flushes []flushRec
 	// Set by the worker.
 	asmStats reassembly.Stats
+	err      error // a fault in the capture's mapping
 }
 
 type packetRec struct {
 	key   int64
 	file  int
 	frame int64
-	// sec and nsec are the capture time (UTC): a packetRec holds no
-	// pointer, so chunks of them cost the garbage collector nothing.
+	// sec and nsec are the capture time (UTC), which a time.Time would
+	// hold with a pointer to its location.
 	sec     int64
 	nsec    int32
 	network gopacket.Flow
 	cut     bool
 	wire    int
-	off, n  int // the TCP header and payload in the chunk's arena
+	seg     []byte // the TCP header and payload: in the file's mapping, or in the chunk's arena
 }
 
 type flushRec struct {
@@ -172,7 +175,10 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 	}
 	work := make([]chan *part, n)
 	done := make([]chan *batch, n)
-	batches := make(chan *batch, 4*n) // spent batches, for the recorders to reuse
+	// Spent batches, for the recorders to reuse: room for all there can
+	// be, each part of each chunk in flight and one being filled, so that
+	// none is dropped and made again.
+	batches := make(chan *batch, (chunksAhead+2)*n)
 	ropt := opt.Reassembly.Split(n)
 	ropt.CallerFlushes = true
 	for i := range n {
@@ -180,7 +186,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		done[i] = make(chan *batch, chunksAhead)
 		rec := &recorder{cur: new(batch), out: done[i], free: batches}
 		w := newWorker(&opt, ropt, n, rec)
-		go runWorker(w, rec, work[i])
+		go runWorker(w, rec, files, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
 	go rd.run()
@@ -193,9 +199,15 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		opt.OnTick(pr)
 	}
 	parts := make([]*part, n)
+	var failed error // a worker's fault in the capture's mapping
 	for {
 		replay(done, batches, parts, d)
 		c := parts[0].chunk
+		for _, pt := range parts {
+			if failed == nil {
+				failed = pt.err
+			}
+		}
 		if opt.OnTick != nil && time.Now().After(nextTick) {
 			nextTick = time.Now().Add(time.Second)
 			tick(c.stats)
@@ -206,6 +218,9 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
+			}
+			if failed != nil {
+				return *sum, failed
 			}
 			sum.Capture = c.stats
 			for _, pt := range parts {
@@ -225,7 +240,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 func (c *chunk) reset() {
 	c.arena = c.arena[:0]
 	for _, pt := range c.parts {
-		pt.pkts, pt.flushes = pt.pkts[:0], pt.flushes[:0]
+		pt.pkts, pt.flushes, pt.err = pt.pkts[:0], pt.flushes[:0], nil
 	}
 }
 
@@ -298,40 +313,67 @@ func (o *op) before(p *op) bool {
 
 // runWorker adds the packets of each part to w's assembler, with the
 // flushes the dealer scheduled between them, recording what comes out.
-func runWorker(w *worker, rec *recorder, in <-chan *part) {
-	var tcp layers.TCP
-	var p capture.Packet
-	p.TCP = &tcp
+// After a fault in the capture's mapping it only passes the parts on, the
+// error on the first.
+func runWorker(w *worker, rec *recorder, files *capture.Reader, in <-chan *part) {
+	defer catchFaults()()
+	a := &adder{w: w, rec: rec}
+	a.p.TCP = &a.tcp
+	failed := false
+	for pt := range in {
+		if !failed {
+			pt.err = a.add(pt, files)
+			failed = pt.err != nil
+		}
+		rec.send(pt)
+	}
+}
+
+// adder is a worker's state between parts.
+type adder struct {
+	w   *worker
+	rec *recorder
+	tcp layers.TCP
+	dec capture.TCPDecoder
+	p   capture.Packet
+}
+
+// add adds the packets of pt; it returns the error for a fault in files'
+// mapping.
+func (a *adder) add(pt *part, files *capture.Reader) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = faultError(files, v)
+		}
+	}()
+	w, rec, p := a.w, a.rec, &a.p
 	flush := func(f flushRec) {
 		rec.key = f.key
 		w.asm.Expire(f.at)
 	}
-	for pt := range in {
-		arena := pt.chunk.arena
-		fi := 0
-		for i := range pt.pkts {
-			pk := &pt.pkts[i]
-			for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
-				flush(pt.flushes[fi])
-			}
-			// The capture reader checked what makes this fail.
-			if tcp.DecodeFromBytes(arena[pk.off:pk.off+pk.n], gopacket.NilDecodeFeedback) != nil {
-				continue
-			}
-			p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
-			rec.key = pk.key
-			w.asm.Add(&p)
-		}
-		for ; fi < len(pt.flushes); fi++ {
+	fi := 0
+	for i := range pt.pkts {
+		pk := &pt.pkts[i]
+		for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
 			flush(pt.flushes[fi])
 		}
-		if c := pt.chunk; c.last && c.err == nil {
-			rec.key = keyFinish
-			w.asm.Finish()
-			pt.asmStats = w.asm.Stats()
+		// The capture reader checked what makes this fail.
+		if a.dec.Decode(&a.tcp, pk.seg) != nil {
+			continue
 		}
-		rec.send(pt)
+		p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
+		rec.key = pk.key
+		w.asm.Add(p)
 	}
+	for ; fi < len(pt.flushes); fi++ {
+		flush(pt.flushes[fi])
+	}
+	if c := pt.chunk; c.last && c.err == nil {
+		rec.key = keyFinish
+		w.asm.Finish()
+		pt.asmStats = w.asm.Stats()
+	}
+	return nil
 }
 
 // dealer reads the capture and deals its packets to the workers.
@@ -361,11 +403,17 @@ func (rd *dealer) run() {
 			close(w)
 		}
 	}()
+	defer catchFaults()()
+	defer func() {
+		if v := recover(); v != nil {
+			send(true, false, faultError(rd.files, v))
+		}
+	}()
 	rd.files.LeaveTCP() // the workers decode the TCP headers
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	var p capture.Packet
 	var seq int64
-	packets := 0
+	packets, tcpBytes := 0, 0
 	take()
 	for i := 0; ; i++ {
 		if i&1023 == 0 && rd.ctx.Err() != nil {
@@ -387,20 +435,25 @@ func (rd *dealer) run() {
 		seq++
 		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
 		pt := c.parts[pick(&p, src, dst, n)]
-		off := len(c.arena)
-		c.arena = append(c.arena, p.Segment...)
+		seg := p.Segment
+		if !p.Stable {
+			off := len(c.arena)
+			c.arena = append(c.arena, seg...)
+			seg = c.arena[off:]
+		}
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
-			cut: p.Cut, wire: p.WireLength, off: off, n: len(c.arena) - off})
+			cut: p.Cut, wire: p.WireLength, seg: seg})
+		tcpBytes += len(seg)
 		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
 				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
 			}
 		}
 		packets++
-		if packets >= chunkPackets || len(c.arena) >= chunkBytes {
+		if packets >= chunkPackets || tcpBytes >= chunkBytes {
 			send(false, false, nil)
 			take()
-			packets = 0
+			packets, tcpBytes = 0, 0
 		}
 	}
 	send(true, false, nil)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,6 +245,52 @@ func TestInterrupted(t *testing.T) {
 		}
 		if sink.opened == 0 || sink.closed != sink.opened || int64(sink.opened) != sum.Connections {
 			t.Errorf("%d workers: %d opened, %d closed, summary %d", workers, sink.opened, sink.closed, sum.Connections)
+		}
+	}
+}
+
+// shrinkSink cuts the file to its header at the n-th event.
+type shrinkSink struct {
+	cancelSink
+	path string
+	t    *testing.T
+}
+
+func (s *shrinkSink) Event(*Conn, *decode.Event) {
+	if s.events++; s.events == s.n {
+		if err := os.Truncate(s.path, 24); err != nil {
+			s.t.Error(err)
+		}
+	}
+}
+
+// TestFileShrinks cuts a capture file short while it is read (through a
+// memory mapping, whose pages past the new end fault): with one worker or
+// several, the run ends with an error naming the file, not a crash.
+func TestFileShrinks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the load generator")
+	}
+	dir := t.TempDir()
+	load := filepath.Join(dir, "load.pcap")
+	cmd := exec.Command("go", "run", "../bench/loadgen", "-bytes", "20MB", "-conns", "50", "-q", "-o", load)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("loadgen: %v\n%s", err, out)
+	}
+	whole, err := os.ReadFile(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, workers := range []int{1, 3} {
+		path := filepath.Join(dir, fmt.Sprintf("shrinking-%d.pcap", workers))
+		if err := os.WriteFile(path, whole, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sink := &shrinkSink{cancelSink: cancelSink{n: 200}, path: path, t: t}
+		_, err := Run(context.Background(), Options{Files: []string{path}, Workers: workers,
+			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}}, sink)
+		if err == nil || !strings.Contains(err.Error(), "read "+path+": the file became shorter while it was read") {
+			t.Errorf("%d workers: error %v, want the file named as cut short", workers, err)
 		}
 	}
 }

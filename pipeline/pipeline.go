@@ -155,7 +155,7 @@ type Progress struct {
 // Run reads the inputs to the end (or until ctx is done, or MaxPackets)
 // and hands every event to sink. The error is for inputs that cannot be
 // read at all.
-func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
+func Run(ctx context.Context, opt Options, sink Sink) (out Summary, err error) {
 	var sum Summary
 	src := opt.Source
 	var files *capture.Reader
@@ -173,6 +173,14 @@ func Run(ctx context.Context, opt Options, sink Sink) (Summary, error) {
 	defer src.Close()
 	if opt.Workers > 1 && files != nil {
 		return runParallel(ctx, opt, files, sink, &sum)
+	}
+	if files != nil {
+		defer catchFaults()()
+		defer func() {
+			if v := recover(); v != nil {
+				out, err = sum, faultError(files, v)
+			}
+		}()
 	}
 	d := &deliverer{sink: sink, sum: &sum}
 	asm := newWorker(&opt, opt.Reassembly, 1, d).asm

@@ -474,10 +474,18 @@ func (a *Assembler) closeAfterReset(s *stream, ctx *frameCtx) {
 // frameCtx is the assembler context of one packet. The assembler keeps it
 // with every page of out-of-order data and hands back only its CaptureInfo
 // per byte offset, so the file and frame travel in CaptureInfo's
-// InterfaceIndex (nothing after capture reads that field).
-type frameCtx struct{ ci gopacket.CaptureInfo }
+// InterfaceIndex (nothing after capture reads that field). It holds the
+// time as numbers, not a time.Time (which points to its location), so that
+// a slab of them is small and never scanned by the garbage collector.
+type frameCtx struct {
+	sec   int64
+	nsec  int32
+	frame int // file<<frameBits | frame
+}
 
-func (c *frameCtx) GetCaptureInfo() gopacket.CaptureInfo { return c.ci }
+func (c *frameCtx) GetCaptureInfo() gopacket.CaptureInfo {
+	return gopacket.CaptureInfo{Timestamp: time.Unix(c.sec, int64(c.nsec)).UTC(), InterfaceIndex: c.frame}
+}
 
 const frameBits = 40
 
@@ -489,7 +497,7 @@ func (a *Assembler) newCtx(p *capture.Packet) *frameCtx {
 	}
 	c := &a.slab[0]
 	a.slab = a.slab[1:]
-	c.ci = gopacket.CaptureInfo{Timestamp: p.Time, InterfaceIndex: p.File<<frameBits | int(p.Frame)}
+	*c = frameCtx{sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), frame: p.File<<frameBits | int(p.Frame)}
 	return c
 }
 
@@ -505,7 +513,8 @@ func spanOf(ci gopacket.CaptureInfo, end int) Span {
 func (a *Assembler) spansOf(sg gpr.ScatterGather, n int, ac gpr.AssemblerContext) []Span {
 	a.spans = a.spans[:0]
 	if !a.flushing {
-		return append(a.spans, spanOf(ac.GetCaptureInfo(), n))
+		a.spans = append(a.spans, spanOf(ac.GetCaptureInfo(), n))
+		return a.spans
 	}
 	if sg.Stats().Chunks <= 1 {
 		// A flush hands over pages of earlier packets: their own frame,
@@ -514,7 +523,8 @@ func (a *Assembler) spansOf(sg gpr.ScatterGather, n int, ac gpr.AssemblerContext
 		if ci.Timestamp.IsZero() {
 			ci = ac.GetCaptureInfo()
 		}
-		return append(a.spans, spanOf(ci, n))
+		a.spans = append(a.spans, spanOf(ci, n))
+		return a.spans
 	}
 	var best Span
 	for off := 0; off < n; {

@@ -1,0 +1,158 @@
+package capture
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+)
+
+// A classic pcap file that is a regular file is read through a memory
+// mapping of it: the packets are handed out where they lie in the page
+// cache, with no read system call copying them into a buffer first. That
+// copy was the largest single cost of reading a file, and it fell on the
+// goroutine every other one waits for. A packet's bytes also stay valid
+// until the Reader is closed (Packet.Stable), so a caller that hands them
+// to other goroutines need not copy them either.
+//
+// The mapping is given back to the kernel behind the read position, so
+// that the memory the process holds does not grow with the file.
+
+const (
+	// mapStep is how much of the file is counted as read, and given back
+	// behind the read position, at a time.
+	mapStep = 4 << 20
+	// mapKeep is how much stays mapped behind the read position: the
+	// packets still in flight to other goroutines are read there (a page
+	// given back too early is only mapped again from the page cache).
+	mapKeep = 16 << 20
+	// touchAhead is how far ahead of the read position a page is touched
+	// (see touch).
+	touchAhead = 8 << 10
+	pageSize   = 4 << 10
+	lineSize   = 64
+)
+
+// mappedRecords reads the records of a classic pcap file that is mapped
+// whole into memory.
+type mappedRecords struct {
+	pcapFormat
+	m        *mapping
+	off      int // where the next record header starts
+	counted  int // m.data[:counted] is counted in read
+	released int // m.data[:released] has been given back
+	touched  int // the last page touched ahead
+	sink     byte
+	// read counts the bytes read, for Reader.BytesRead.
+	read *atomic.Int64
+}
+
+// mapping is one file mapped into memory.
+type mapping struct {
+	data []byte
+	name string
+}
+
+// mapPcap maps f, named name, when it is a regular file holding an
+// uncompressed classic pcap capture whose header pcapgo accepts. Otherwise,
+// or when mapping fails, it returns nil, and the file is read the usual
+// way, which also words any error.
+func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < 24 || int64(int(st.Size())) != st.Size() {
+		return nil, 0
+	}
+	var magic [4]byte
+	if _, err := f.ReadAt(magic[:], 0); err != nil || !isPcapMagic(magic[:]) {
+		return nil, 0
+	}
+	data, err := mapFile(f, int(st.Size()))
+	if err != nil {
+		return nil, 0
+	}
+	m := &mapping{data: data, name: name}
+	pr, err := pcapgo.NewReader(bytes.NewReader(data[:24]))
+	if err != nil {
+		m.unmap()
+		return nil, 0
+	}
+	return &mappedRecords{pcapFormat: newPcapFormat(data[:24]), m: m, off: 24, read: read}, pr.LinkType()
+}
+
+// ZeroCopyReadPacketData returns the next record's bytes, valid until the
+// mapping is closed, and its capture info: io.EOF at a clean end of the
+// file, io.ErrUnexpectedEOF when it ends inside a record.
+func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error) {
+	var ci gopacket.CaptureInfo
+	data := r.m.data
+	for r.off >= r.counted && r.counted < len(data) {
+		r.step()
+	}
+	r.touch()
+	switch rest := len(data) - r.off; {
+	case rest == 0:
+		return nil, ci, io.EOF
+	case rest < 16:
+		r.off = len(data)
+		return nil, ci, io.ErrUnexpectedEOF
+	}
+	ci, err := r.record(data[r.off : r.off+16])
+	if err != nil {
+		return nil, ci, err
+	}
+	start := r.off + 16
+	end := start + ci.CaptureLength
+	if end > len(data) {
+		r.off = len(data)
+		return nil, ci, io.ErrUnexpectedEOF
+	}
+	r.off = end
+	return data[start:end:end], ci, nil
+}
+
+// step counts the next mapStep bytes as read, and gives back what lies
+// more than mapKeep behind the read position.
+func (r *mappedRecords) step() {
+	end := min(r.counted+mapStep, len(r.m.data))
+	r.read.Add(int64(end - r.counted))
+	r.counted = end
+	for r.off-r.released >= mapKeep+mapStep {
+		r.m.release(r.released, r.released+mapStep)
+		r.released += mapStep
+	}
+}
+
+// touch reads a byte of every cache line of the page touchAhead bytes
+// ahead, once per page. Where a record starts is known only once the one
+// before it is read, so without this the first read of each record header
+// (and of each page, which the kernel maps then) waits for memory, one
+// after the other; these reads do not depend on each other, and the
+// processor overlaps them. Measured on the 100 MB cut of the shared bench
+// load: about a tenth less CPU for the whole run.
+func (r *mappedRecords) touch() {
+	data := r.m.data
+	a := (r.off + touchAhead) &^ (pageSize - 1)
+	if a <= r.touched || a+pageSize > len(data) {
+		return
+	}
+	r.touched = a
+	var x byte
+	for i := a; i < a+pageSize; i += lineSize {
+		x += data[i]
+	}
+	r.sink += x
+}
+
+// fault returns the error for a memory fault at addr when addr lies in
+// the mapping: the file was cut shorter while it was being read.
+func (m *mapping) fault(addr uintptr) error {
+	if m.data == nil || !m.holds(addr) {
+		return nil
+	}
+	return fmt.Errorf("read %s: the file became shorter while it was read", m.name)
+}
