@@ -169,7 +169,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 	for range chunksAhead {
 		c := &chunk{parts: make([]*part, n)}
 		for i := range c.parts {
-			c.parts[i] = &part{chunk: c}
+			c.parts[i] = &part{chunk: c, pkts: make([]packetRec, 0, chunkPackets)}
 		}
 		free <- c
 	}

@@ -219,6 +219,7 @@ type Assembler struct {
 	heldSpans []Span
 	nextOrder uint64 // streams created so far
 	slab      []frameCtx
+	ctxKept   bool // gopacket's assembler kept the context of the packet being added
 	spans     []Span
 
 	// Segments made up here and fed to gopacket's assembler (see inject).
@@ -297,6 +298,7 @@ func (a *Assembler) Add(p *capture.Packet) {
 		a.resets = a.resets[1:]
 		a.closeAfterReset(s, ctx)
 	}
+	a.doneCtx()
 	// Give up on missing segments and idle connections by capture time,
 	// checked once per second of it.
 	if a.clock != nil && a.clock.Due(uint16(tcp.SrcPort), uint16(tcp.DstPort), p.Time) {
@@ -489,16 +491,26 @@ func (c *frameCtx) GetCaptureInfo() gopacket.CaptureInfo {
 
 const frameBits = 40
 
+// newCtx returns the context of packet p. Contexts come from slabs, so
+// that a packet costs no allocation, and a slab is freed once no queued
+// page points into it. A context is taken from its slab only when the
+// assembler kept it (ctxKept, set by Accept for a segment it queues), so
+// that in-order segments, nearly all of them, reuse one.
 func (a *Assembler) newCtx(p *capture.Packet) *frameCtx {
-	// Contexts come from slabs so that a packet costs no allocation; a
-	// slab is freed once no queued page points into it.
 	if len(a.slab) == 0 {
 		a.slab = make([]frameCtx, 4096)
 	}
 	c := &a.slab[0]
-	a.slab = a.slab[1:]
 	*c = frameCtx{sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), frame: p.File<<frameBits | int(p.Frame)}
+	a.ctxKept = false
 	return c
+}
+
+// doneCtx is called when the packet of the last newCtx is assembled.
+func (a *Assembler) doneCtx() {
+	if a.ctxKept {
+		a.slab = a.slab[1:]
+	}
 }
 
 func spanOf(ci gopacket.CaptureInfo, end int) Span {
@@ -717,6 +729,13 @@ func (s *stream) Accept(tcp *layers.TCP, ci gopacket.CaptureInfo, d gpr.TCPFlowD
 	}
 	if (tcp.FIN || tcp.RST) && !s.conn.Close.Seen {
 		s.conn.Close = CloseInfo{Seen: true, Reset: tcp.RST, By: dir, At: spanOf(ci, 0)}
+	}
+	// gopacket's assembler keeps the segment's context with its bytes when
+	// it queues them, past a hole; otherwise it is done with the context
+	// when the segment is (see Assembler.newCtx).
+	// (The test is gopacket's own: its sequence arithmetic is not after's.)
+	if len(tcp.Payload) > 0 && nextSeq >= 0 && nextSeq.Difference(gpr.Sequence(tcp.Seq)) > 0 {
+		s.a.ctxKept = true
 	}
 	// Kafka connections are long-lived: a capture that starts in the
 	// middle of one is the norm, so data flows without a handshake too.

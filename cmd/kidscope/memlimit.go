@@ -19,15 +19,14 @@ import (
 // about 4 times quicker than with the limit fixed, and a little more than
 // half the memory of no limit).
 
-// While the live heap is small the collector runs less often (GOGC 400
-// instead of 100): the first tens of megabytes of a capture are read with
-// the heap growing from nothing, when a collection per doubling cost a
-// sixth of the time of a 100 MB file, and a few megabytes more are
-// nothing. From smallHeap on the collector runs as Go's default has it.
-const (
-	startGCPercent = 400
-	smallHeap      = 8 << 20
-)
+// Until the first collection the collector waits longer (GOGC 400 instead
+// of 100): the first tens of megabytes of a capture are read with the heap
+// growing from nothing, when a collection per doubling cost a sixth of the
+// time of a 100 MB file. After it the collector runs as Go's default has
+// it: a run's live heap is small (a few megabytes for hundreds of
+// connections), and five times it would be most of the memory a long run
+// holds.
+const startGCPercent = 400
 
 const (
 	governorPeriod = 20 * time.Millisecond
@@ -52,7 +51,7 @@ func startMemoryGovernor(limit int64) (stop func()) {
 	}
 	done := make(chan struct{})
 	go func() {
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		t := time.NewTicker(governorPeriod)
 		defer t.Stop()
 		for {
@@ -62,11 +61,11 @@ func startMemoryGovernor(limit int64) (stop func()) {
 			case <-t.C:
 			}
 			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
+			if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
 				return
 			}
 			live := float64(sample[0].Value.Uint64())
-			if small && live > smallHeap {
+			if small && sample[1].Value.Uint64() > 0 {
 				small = false
 				debug.SetGCPercent(100)
 			}
