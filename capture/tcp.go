@@ -29,16 +29,24 @@ func (d *TCPDecoder) Decode(tcp *layers.TCP, seg []byte) error {
 	if len(seg) < 20 {
 		return errTCPHeader
 	}
-	hlen := int(seg[12]>>4) * 4
+	return d.DecodeFixed(tcp, (*[20]byte)(seg), seg)
+}
+
+// DecodeFixed is Decode with seg's fixed header given apart, as a copy
+// the caller's goroutine reads anyway: a goroutine that decodes packets
+// another one read would otherwise fetch each header from that one's
+// processor cache.
+func (d *TCPDecoder) DecodeFixed(tcp *layers.TCP, fixed *[20]byte, seg []byte) error {
+	hlen := int(fixed[12]>>4) * 4
 	if hlen < 20 || hlen > len(seg) {
 		return errTCPHeader
 	}
-	copy(d.fixed[:], seg)
+	d.fixed = *fixed
 	d.fixed[12] = 5<<4 | d.fixed[12]&0x0f
 	if err := tcp.DecodeFromBytes(d.fixed[:], gopacket.NilDecodeFeedback); err != nil {
 		return err
 	}
-	tcp.DataOffset = seg[12] >> 4
+	tcp.DataOffset = fixed[12] >> 4
 	tcp.Contents, tcp.Payload = seg[:hlen], seg[hlen:]
 	return nil
 }

@@ -80,6 +80,9 @@ type packetRec struct {
 	cut     bool
 	wire    int
 	seg     []byte // the TCP header and payload: in the file's mapping, or in the chunk's arena
+	// tcp is seg's fixed TCP header, copied by the dealer, which has just
+	// read it: the worker reads it here with the rest of the record.
+	tcp [20]byte
 }
 
 type flushRec struct {
@@ -358,7 +361,7 @@ func (a *adder) add(pt *part, files *capture.Reader) (err error) {
 			flush(pt.flushes[fi])
 		}
 		// The capture reader checked what makes this fail.
-		if a.dec.Decode(&a.tcp, pk.seg) != nil {
+		if a.dec.DecodeFixed(&a.tcp, &pk.tcp, pk.seg) != nil {
 			continue
 		}
 		p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
@@ -442,7 +445,7 @@ func (rd *dealer) run() {
 			seg = c.arena[off:]
 		}
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
-			cut: p.Cut, wire: p.WireLength, seg: seg})
+			cut: p.Cut, wire: p.WireLength, seg: seg, tcp: *(*[20]byte)(seg)})
 		tcpBytes += len(seg)
 		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
