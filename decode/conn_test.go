@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -481,5 +482,39 @@ func TestScanBudget(t *testing.T) {
 	}
 	if budget.Used() != 0 {
 		t.Errorf("%d bytes still counted after every connection finished", budget.Used())
+	}
+}
+
+// TestBytesAtMost compares the eight-bytes-at-once test of the resync scan
+// with one byte at a time: the lowest byte it flags must be the lowest
+// byte at most the bound (the scan would otherwise skip a frame start, or
+// stop where none can be), for every bound the scan uses.
+func TestBytesAtMost(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []uint64{0, ^uint64(0), 0x8080808080808080, 0x7f7f7f7f7f7f7f7f, 0x0100000000000000, 0x00ffffffffffffff}
+	for range 200000 {
+		x := rng.Uint64()
+		// Put a few bytes near the bounds.
+		for range rng.IntN(3) {
+			x = x&^(0xff<<(8*rng.IntN(8))) | uint64(rng.IntN(130))<<(8*rng.IntN(8))
+		}
+		words = append(words, x)
+	}
+	for n := range byte(128) {
+		for _, x := range words {
+			want := 8 // the lowest byte at most n, 8 for none
+			for i := 7; i >= 0; i-- {
+				if byte(x>>(8*i)) <= n {
+					want = i
+				}
+			}
+			got := 8
+			if m := bytesAtMost(x, n); m != 0 {
+				got = bits.TrailingZeros64(m) / 8
+			}
+			if got != want {
+				t.Fatalf("bytesAtMost(%#016x, %d) flags byte %d first, want %d", x, n, got, want)
+			}
+		}
 	}
 }

@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // verdict is what the resynchroniser thinks of a candidate frame start.
@@ -48,7 +49,16 @@ func (c *Conn) resync(f *framer, atEnd bool) {
 	top := byte(uint32(c.opt.MaxFrameSize) >> 24)
 	scan := f.scan
 	for ; p+minLen <= len(scan); p++ {
-		if scan[p] > top {
+		// Eight positions at a time: on to the first whose first byte is
+		// small enough (in random bytes, most runs of eight have none).
+		if p+8+minLen <= len(scan) {
+			small := bytesAtMost(binary.LittleEndian.Uint64(scan[p:]), top)
+			if small == 0 {
+				p += 7
+				continue
+			}
+			p += bits.TrailingZeros64(small) / 8
+		} else if scan[p] > top {
 			continue
 		}
 		if size := int32(binary.BigEndian.Uint32(scan[p:])); size < minSize || size > c.opt.MaxFrameSize {
@@ -80,6 +90,16 @@ func (c *Conn) resync(f *framer, atEnd bool) {
 		c.cnt.SkippedBytes += int64(drop)
 		f.dropScan(drop)
 	}
+}
+
+// bytesAtMost flags the bytes of x that are at most n (n < 128) with
+// their top bit: a byte below n+1 borrows in the subtraction, which sets
+// its top bit while the byte's own is clear. The lowest such byte gets no
+// borrow from below, so it is flagged, and no byte below it is; a higher
+// one may be flagged falsely. The caller wants the lowest.
+func bytesAtMost(x uint64, n byte) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (x - ones*uint64(n+1)) &^ x & highs
 }
 
 // waitingFor returns the position of the client side's waiting candidate
