@@ -26,11 +26,12 @@ import (
 const (
 	// mapStep is how much of the file is counted as read, and given back
 	// behind the read position, at a time.
-	mapStep = 4 << 20
+	mapStep = 2 << 20
 	// mapKeep is how much stays mapped behind the read position: the
-	// packets still in flight to other goroutines are read there (a page
-	// given back too early is only mapped again from the page cache).
-	mapKeep = 16 << 20
+	// packets still in flight to other goroutines are read there (the
+	// pipeline keeps at most 8 MiB of segments in flight; a page given
+	// back too early is only mapped again from the page cache).
+	mapKeep = 10 << 20
 	// touchAhead is how far ahead of the read position a page is touched
 	// (see touch).
 	touchAhead = 8 << 10
