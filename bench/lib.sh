@@ -64,7 +64,7 @@ load() {
 	local stamp
 	stamp="$(
 		cd "$REPO"
-		cat go.mod go.sum bench/loadgen/*.go bench/internal/size/*.go decode/{encode,apis,apis_gen,uuid,errors}.go | sha256sum | cut -c1-16
+		cat go.mod go.sum bench/loadgen/*.go internal/size/*.go decode/{encode,apis,apis_gen,uuid,errors}.go | sha256sum | cut -c1-16
 	) -bytes $size -conns $conns -seed $seed"
 	if [[ -f $f && -f $f.expect.json && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
 		note "reusing $f"
