@@ -2,25 +2,25 @@ package capture
 
 import (
 	"os"
+	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // mapFile maps the first size bytes of f for reading.
 func mapFile(f *os.File, size int) ([]byte, error) {
-	return unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	return syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 }
 
 // release gives data[from:to] back: the pages stay in the page cache, and
 // reading them again maps them again.
 func (m *mapping) release(from, to int) {
-	_ = unix.Madvise(m.data[from:to], unix.MADV_DONTNEED)
+	_ = syscall.Madvise(m.data[from:to], syscall.MADV_DONTNEED)
 }
 
+// unmap ends the mapping.
 func (m *mapping) unmap() {
 	if m.data != nil {
-		_ = unix.Munmap(m.data)
+		_ = syscall.Munmap(m.data)
 		m.data = nil
 	}
 }
