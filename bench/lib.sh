@@ -99,12 +99,6 @@ packets() {
 # ---- timed cases ----
 # add_case LABEL FILE OUT CMD...: a case to time; CMD's standard output goes
 # to OUT (/dev/null, or a file to check afterwards).
-CASE_LABEL=()
-CASE_FILE=()
-CASE_OUT=()
-CASE_CMD=()
-WALLS=()
-PEAKS=()
 add_case() {
 	local label=$1 file=$2 out=$3
 	shift 3
@@ -117,7 +111,8 @@ add_case() {
 	PEAKS+=("")
 }
 
-# reset_cases forgets the cases (and their results) for a new table.
+# reset_cases forgets the cases (and their results: MEDIAN seconds, MBPS,
+# PPS of case I, filled by summarise) for a new table.
 reset_cases() {
 	CASE_LABEL=()
 	CASE_FILE=()
@@ -129,6 +124,7 @@ reset_cases() {
 	MBPS=()
 	PPS=()
 }
+reset_cases
 
 # once I [record]: runs case I under GNU time; wall time from bash's
 # microsecond clock, peak RSS (KiB) from GNU time.
@@ -163,10 +159,7 @@ run_cases() {
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 maximum() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 
-# The results of case I: MEDIAN seconds, MBPS, PPS, RSS (MB).
-MEDIAN=()
-MBPS=()
-PPS=()
+# summarise fills the results of each case (see reset_cases).
 summarise() {
 	local i
 	for i in "${!CASE_LABEL[@]}"; do

@@ -40,6 +40,24 @@ machine
 echo "Each case: $RUNS timed runs after $WARMUP warm-up, the cases of a table taking turns; median wall time; peak RSS is the largest of the runs."
 echo "kidscope: ${KID_ARGS[*]} FILE > /dev/null."
 
+# section TITLE times the cases and prints their table and the ratios of
+# PAIRS under that title.
+section() {
+	run_cases
+	summarise
+	echo
+	echo "## $1"
+	echo
+	table
+	echo
+	ratio_header
+	local p
+	for p in "${PAIRS[@]}"; do
+		# shellcheck disable=SC2086
+		ratio $p
+	done
+}
+
 # ---- 1. connections ----
 A=$(load "$SIZE" "$FEW" "$SEED")
 B=$(load "$SIZE" "$MANY" "$SEED")
@@ -54,18 +72,7 @@ while IFS=$'\t' read -r label extra; do
 	PAIRS+=("$((${#CASE_LABEL[@]} - 1)) $((${#CASE_LABEL[@]} - 2))")
 done < <(kidscope_variants)
 note "1. connections: $FEW vs $MANY, $SIZE each"
-run_cases
-summarise
-echo
-echo "## 1. Connections: $FEW vs $MANY for the same $SIZE"
-echo
-table
-echo
-ratio_header
-for p in "${PAIRS[@]}"; do
-	# shellcheck disable=SC2086
-	ratio $p
-done
+section "1. Connections: $FEW vs $MANY for the same $SIZE"
 
 # ---- 2. file size ----
 # shellcheck disable=SC2206
@@ -86,17 +93,6 @@ while IFS=$'\t' read -r label extra; do
 	done
 done < <(kidscope_variants)
 note "2. sizes: ${SIZES[*]}, $CONNS connections"
-run_cases
-summarise
-echo
-echo "## 2. File size: ${SIZES[*]} of the same traffic ($CONNS connections)"
-echo
-table
-echo
-ratio_header
-for p in "${PAIRS[@]}"; do
-	# shellcheck disable=SC2086
-	ratio $p
-done
+section "2. File size: ${SIZES[*]} of the same traffic ($CONNS connections)"
 echo
 echo "MB = 10^6 bytes. A throughput ratio of 1 means time grows with the bytes alone; below 1, the second case is faster per byte."

@@ -433,14 +433,11 @@ func (g *gen) joinGroup(c *conn, member string, code int16, assign string) []ste
 // subscription is the consumer protocol's subscription metadata (v0):
 // version, topics, no user data.
 func (g *gen) subscription(in *instance) []byte {
-	b := []byte{0, 0}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(in.topics)))
+	var m kmsg.ConsumerMemberMetadata // v0, no user data
 	for _, t := range in.topics {
-		name := g.topics[t].name
-		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
-		b = append(b, name...)
+		m.Topics = append(m.Topics, g.topics[t].name)
 	}
-	return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	return m.AppendTo(nil)
 }
 
 func (g *gen) syncGroup(c *conn) []step {
@@ -462,16 +459,13 @@ func (g *gen) syncGroup(c *conn) []step {
 
 // assignment is the consumer protocol's assignment (v0) of c's partitions.
 func (g *gen) assignment(c *conn) []byte {
-	b := []byte{0, 0}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(c.parts)))
+	var a kmsg.ConsumerMemberAssignment // v0, no user data
 	for _, ps := range c.parts {
-		name := g.topics[ps.topic].name
-		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
-		b = append(b, name...)
-		b = binary.BigEndian.AppendUint32(b, 1)
-		b = binary.BigEndian.AppendUint32(b, uint32(ps.part))
+		t := kmsg.NewConsumerMemberAssignmentTopic()
+		t.Topic, t.Partitions = g.topics[ps.topic].name, []int32{int32(ps.part)}
+		a.Topics = append(a.Topics, t)
 	}
-	return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	return a.AppendTo(nil)
 }
 
 func (g *gen) heartbeat(c *conn) []step {
