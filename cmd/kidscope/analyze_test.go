@@ -205,6 +205,7 @@ func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 		{[]string{"--workers", "1", "--memory-limit", "0", "--max-resync-buffer", "1MiB"}, 0, 1},
 		{[]string{"--workers", "5", "--memory-limit", "64MiB", "--max-buffer-per-connection", "8"}, 0, 1},
 		{[]string{"--workers", "-1"}, 2, -1},
+		{[]string{"--workers", "0"}, 2, -1},
 		{[]string{"--memory-limit", "lots"}, 2, -1},
 		{[]string{"--max-resync-buffer", "0"}, 2, -1},
 	}

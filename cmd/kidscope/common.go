@@ -120,7 +120,7 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		}
 		table = table.WithHeaderV3(key, ver)
 	}
-	if f.workers < 0 || f.workers > 256 {
+	if f.workers < 1 || f.workers > 256 {
 		return opt, form, fmt.Errorf("--workers %d: want 1 to 256", f.workers)
 	}
 	resync, err := size.Parse(f.resyncBuffer)

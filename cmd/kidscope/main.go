@@ -34,9 +34,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) int {
-	root := newRoot()
+	root, writeProfiles := newRoot()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	writeProfiles()
 	if err == nil {
 		return exitOK
 	}

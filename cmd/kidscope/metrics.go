@@ -33,12 +33,11 @@ import (
 type liveMetrics struct {
 	srv *http.Server
 
-	mu        sync.Mutex // the HTTP handler reads what the capture goroutine writes
-	totals    pipeline.Progress
-	requests  map[string]float64    // by API name
-	findings  map[[2]string]float64 // by rule and severity
-	seen      map[decode.UUID]bool
-	instances int
+	mu       sync.Mutex // the HTTP handler reads what the capture goroutine writes
+	totals   pipeline.Progress
+	requests map[string]float64    // by API name
+	findings map[[2]string]float64 // by rule and severity
+	seen     map[decode.UUID]bool  // instance IDs, at most maxSeenInstances
 }
 
 // metricHelp is the HELP line of each metric, in the order they are
@@ -114,7 +113,7 @@ func (m *liveMetrics) exposition() []byte {
 				sample(&b, h.name, []string{"rule", k[0], "severity", k[1]}, m.findings[k])
 			}
 		case "kidscope_client_instances":
-			sample(&b, h.name, nil, float64(m.instances))
+			sample(&b, h.name, nil, float64(len(m.seen)))
 		}
 	}
 	return b.Bytes()
@@ -157,7 +156,6 @@ func (m *liveMetrics) event(_ *pipeline.Conn, e *decode.Event) {
 	// the cap the gauge stays at it.
 	if h := &e.Msg.Request; h.HasInstanceID && !h.InstanceID.IsZero() && !m.seen[h.InstanceID] && len(m.seen) < maxSeenInstances {
 		m.seen[h.InstanceID] = true
-		m.instances = len(m.seen)
 	}
 }
 

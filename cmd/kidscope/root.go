@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newRoot() *cobra.Command {
+// newRoot returns the command tree, and what to call once it has run (it
+// writes the --debug profiles).
+func newRoot() (*cobra.Command, func()) {
 	root := &cobra.Command{
 		Use:   "kidscope",
 		Short: "Check Kafka client-instance-ID, telemetry and member-ID rules in packet captures",
@@ -43,7 +45,10 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 	var memProfile string
 	root.PersistentFlags().StringVar(&memProfile, "debug-memprofile", "", "write a profile of the run's allocations to this file")
 	_ = root.PersistentFlags().MarkHidden("debug-memprofile")
-	root.PersistentPostRun = func(*cobra.Command, []string) {
+	// The profiles are written whatever the command returns: cobra skips
+	// PersistentPostRun when RunE fails, and exit codes 1 and 2 come back
+	// as errors.
+	writeProfiles := func() {
 		if stopProfile != nil {
 			stopProfile()
 		}
@@ -55,7 +60,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 		}
 	}
 	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
-	return root
+	return root, writeProfiles
 }
 
 func newVersionCmd() *cobra.Command {
