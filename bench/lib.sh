@@ -7,7 +7,6 @@ export LC_ALL=C
 BENCH_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$BENCH_SRC/.." && pwd)
 WORK=${BENCH_DIR:-/tmp/kidscope-bench}
-BIN=$WORK/bin
 RUNS=${RUNS:-5}
 WARMUP=${WARMUP:-1}
 
@@ -25,8 +24,7 @@ case "$WORK/" in "$REPO/"*) die "BENCH_DIR ($WORK) must be outside the repositor
 command -v go >/dev/null || die "go is not installed (Go 1.26)"
 /usr/bin/time --version 2>&1 | grep -q GNU || die "GNU time is needed at /usr/bin/time for peak memory (apt-get install time)"
 
-# build compiles kidscope, the load generator and the cutter into $BIN and
-# reads which flags this kidscope has.
+# build compiles kidscope, the load generator and the cutter into $BIN.
 build() {
 	mkdir -p "$BIN"
 	note "building into $BIN ($(go version | awk '{print $3}'))"
@@ -36,24 +34,14 @@ build() {
 		go build -o "$BIN/loadgen" ./bench/loadgen
 		go build -o "$BIN/pcapcut" ./bench/pcapcut
 	)
-	local help
-	help=$("$BIN/kidscope" analyze --help)
-	KID_ARGS=(analyze -o json --fail-on never)
-	if [[ $help == *--no-progress* ]]; then KID_ARGS+=(--no-progress); fi
-	HAVE_WORKERS=0
-	if [[ $help == *--workers* ]]; then HAVE_WORKERS=1; fi
+	KID_ARGS=(analyze -o json --fail-on never --no-progress)
 	NCPU=$(nproc)
 }
 
-# kidscope_variants lists "LABEL<TAB>EXTRA FLAGS" for one worker and all of
-# them when kidscope has --workers, else one line for its default.
+# kidscope_variants lists "LABEL<TAB>EXTRA FLAGS": one worker and all.
 kidscope_variants() {
-	if [[ $HAVE_WORKERS == 1 ]]; then
-		printf '1 worker\t--workers 1\n'
-		printf 'all workers (%s)\t--workers %s\n' "$NCPU" "$NCPU"
-	else
-		printf 'default (no --workers flag)\t\n'
-	fi
+	printf '1 worker\t--workers 1\n'
+	printf 'all workers (%s)\t--workers %s\n' "$NCPU" "$NCPU"
 }
 
 # load SIZE CONNS SEED prints the path of that load, generating it unless
@@ -62,9 +50,12 @@ load() {
 	local size=$1 conns=$2 seed=$3
 	local f=$WORK/load-$size-c$conns-s$seed.pcap
 	local stamp
+	# The generator's own Go files and those of the module's packages it
+	# is built from (go.sum stands for the other modules').
 	stamp="$(
 		cd "$REPO"
-		cat go.mod go.sum bench/loadgen/*.go internal/size/*.go decode/{encode,apis,apis_gen,uuid,errors}.go | sha256sum | cut -c1-16
+		go list -deps -f '{{with .Module}}{{if .Main}}{{range $.GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}{{end}}{{end}}' ./bench/loadgen |
+			xargs cat go.mod go.sum | sha256sum | cut -c1-16
 	) -bytes $size -conns $conns -seed $seed"
 	if [[ -f $f && -f $f.expect.json && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
 		note "reusing $f"
@@ -112,7 +103,8 @@ add_case() {
 }
 
 # reset_cases forgets the cases (and their results: MEDIAN seconds, MBPS,
-# PPS of case I, filled by summarise) for a new table.
+# PPS, the input's BYTES and PKTS, and the PEAK RSS in KiB of case I, filled
+# by summarise) for a new table.
 reset_cases() {
 	CASE_LABEL=()
 	CASE_FILE=()
@@ -123,6 +115,9 @@ reset_cases() {
 	MEDIAN=()
 	MBPS=()
 	PPS=()
+	BYTES=()
+	PKTS=()
+	PEAK=()
 }
 reset_cases
 
@@ -164,11 +159,11 @@ summarise() {
 	local i
 	for i in "${!CASE_LABEL[@]}"; do
 		MEDIAN[i]=$(median <<<"${WALLS[$i]}")
-		local bytes pk
-		bytes=$(stat -c %s "${CASE_FILE[$i]}")
-		pk=$(packets "${CASE_FILE[$i]}")
-		MBPS[i]=$(awk -v b="$bytes" -v s="${MEDIAN[$i]}" 'BEGIN { printf "%.1f", b / 1e6 / s }')
-		PPS[i]=$(awk -v p="$pk" -v s="${MEDIAN[$i]}" 'BEGIN { printf "%.0f", p / s }')
+		BYTES[i]=$(stat -c %s "${CASE_FILE[$i]}")
+		PKTS[i]=$(packets "${CASE_FILE[$i]}")
+		PEAK[i]=$(maximum <<<"${PEAKS[$i]}")
+		MBPS[i]=$(awk -v b="${BYTES[$i]}" -v s="${MEDIAN[$i]}" 'BEGIN { printf "%.1f", b / 1e6 / s }')
+		PPS[i]=$(awk -v p="${PKTS[$i]}" -v s="${MEDIAN[$i]}" 'BEGIN { printf "%.0f", p / s }')
 	done
 }
 
@@ -178,25 +173,21 @@ table() {
 	echo "| case | input | MB | packets | median s | MB/s | packets/s | peak RSS MB |"
 	echo "|---|---|--:|--:|--:|--:|--:|--:|"
 	for i in "${!CASE_LABEL[@]}"; do
-		local bytes pk peak
-		bytes=$(stat -c %s "${CASE_FILE[$i]}")
-		pk=$(packets "${CASE_FILE[$i]}")
-		peak=$(maximum <<<"${PEAKS[$i]}")
 		printf '| %s | %s | %.1f | %d | %.3f | %s | %s | %.1f |\n' "${CASE_LABEL[$i]}" "$(basename "${CASE_FILE[$i]}")" \
-			"$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" "$pk" "${MEDIAN[$i]}" "${MBPS[$i]}" \
-			"$(awk -v n="${PPS[$i]}" 'BEGIN { printf "%d", n }')" "$(awk -v k="$peak" 'BEGIN { print k * 1024 / 1e6 }')"
+			"$(awk -v b="${BYTES[$i]}" 'BEGIN { print b / 1e6 }')" "${PKTS[$i]}" "${MEDIAN[$i]}" "${MBPS[$i]}" \
+			"$(awk -v n="${PPS[$i]}" 'BEGIN { printf "%d", n }')" "$(awk -v k="${PEAK[$i]}" 'BEGIN { print k * 1024 / 1e6 }')"
 	done
 }
 
-# ratio A B: throughput (MB/s) of case A over case B, and peak RSS of A over B.
+# ratio A B: throughput (MB/s) of case A over case B, and peak RSS of A over
+# B; the input is named when both read the same one.
 ratio() {
 	local a=$1 b=$2
-	local pa pb
-	pa=$(maximum <<<"${PEAKS[$a]}")
-	pb=$(maximum <<<"${PEAKS[$b]}")
-	printf '| %s ÷ %s | %.3g× | %.3g× |\n' "${CASE_LABEL[$a]}" "${CASE_LABEL[$b]}" \
+	local on=
+	if [[ ${CASE_FILE[$a]} == "${CASE_FILE[$b]}" ]]; then on=" ($(basename "${CASE_FILE[$a]}"))"; fi
+	printf '| %s ÷ %s%s | %.3g× | %.3g× |\n' "${CASE_LABEL[$a]}" "${CASE_LABEL[$b]}" "$on" \
 		"$(awk -v x="${MBPS[$a]}" -v y="${MBPS[$b]}" 'BEGIN { print x / y }')" \
-		"$(awk -v x="$pa" -v y="$pb" 'BEGIN { print x / y }')"
+		"$(awk -v x="${PEAK[$a]}" -v y="${PEAK[$b]}" 'BEGIN { print x / y }')"
 }
 
 ratio_header() {

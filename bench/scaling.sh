@@ -8,9 +8,8 @@
 #     disk and a minute more) of the same traffic (CONNS, default 200):
 #     time should grow with the bytes and peak memory not at all.
 #
-# kidscope analyze runs with 1 worker and with all of them when it has
-# --workers, else with its default. Loads are built and kept as run.sh does,
-# under $BENCH_DIR (default /tmp/kidscope-bench; 1 GB with 1,000 and 100,000
+# kidscope analyze runs with 1 worker and with all of them. Loads are built
+# and kept as run.sh does, under $BENCH_DIR (default /tmp/kidscope-bench; 1 GB with 1,000 and 100,000
 # connections, 100 MB, 1 GB and 4 GB with 200: about 3.2 GB of disk, 7.2 GB
 # with --with-4gb).
 #
@@ -62,7 +61,6 @@ section() {
 A=$(load "$SIZE" "$FEW" "$SEED")
 B=$(load "$SIZE" "$MANY" "$SEED")
 cat "$A" "$B" >/dev/null
-reset_cases
 PAIRS=()
 while IFS=$'\t' read -r label extra; do
 	# shellcheck disable=SC2206

@@ -47,10 +47,6 @@ const (
 	roleGroup848             // KIP-848 member: ConsumerGroupHeartbeat, OffsetCommit
 )
 
-func (r role) String() string {
-	return [...]string{"producer", "fetcher", "group", "group848"}[r]
-}
-
 // app is what a client instance is.
 type app int
 
@@ -100,7 +96,6 @@ type partState struct {
 
 // conn is one TCP connection.
 type conn struct {
-	id        int
 	inst      *instance
 	role      role
 	cli, srv  *host
@@ -109,7 +104,6 @@ type conn struct {
 	ts        [2]uint32 // last TCP timestamp value each direction sent
 	win       [2]uint16
 	corr      int32
-	busy      bool
 	closed    bool
 	midstream bool
 	teleReady bool // a GetTelemetrySubscriptions was answered on it
@@ -138,7 +132,6 @@ type message struct {
 	resp     bool
 	segsLeft int    // first transmissions of its segments not yet written
 	partial  bool   // some of its bytes fell before the capture start
-	orphan   bool   // a response whose request fell before the capture start
 	frame    int64  // the frame where it became complete
 	plant    *plant // the planted violation this request is
 }
@@ -221,7 +214,6 @@ type gen struct {
 	topics   []topic
 	apiKeys  []kmsg.ApiVersionsResponseApiKey
 	logEnd   map[tp]int64
-	nextConn int
 	nextInst int
 
 	setupQ   []*conn
@@ -338,7 +330,6 @@ func (g *gen) init() {
 		if r == roleFetcher {
 			suppress = 2 + g.rng.IntN(29)
 		}
-		c.busy = true
 		g.st.midstream++
 		g.mids = append(g.mids, c)
 		g.active = append(g.active, &exchange{c: c, steps: steps, suppress: suppress, quiet: true})
@@ -403,13 +394,12 @@ func (g *gen) newInstance(a app, newClient bool) *instance {
 
 // newConn makes a connection of instance in to broker srv.
 func (g *gen) newConn(in *instance, r role, srv *host) *conn {
-	g.nextConn++
 	h := in.host
 	h.nextPort++
 	if h.nextPort < 32768 {
 		h.nextPort = 32768
 	}
-	c := &conn{id: g.nextConn, inst: in, role: r, cli: h, srv: srv, cport: h.nextPort,
+	c := &conn{inst: in, role: r, cli: h, srv: srv, cport: h.nextPort,
 		win: [2]uint16{uint16(500 + g.rng.IntN(20)), uint16(1400 + g.rng.IntN(100))}}
 	c.pid = int64(g.rng.IntN(1 << 30))
 	for _, t := range in.topics {
@@ -511,7 +501,6 @@ func (g *gen) finish(x *exchange) {
 		if s.m != nil && s.m.resp && s.m.segsLeft == 0 && !s.m.partial {
 			// A response whose request fell before the capture.
 			if i := indexOf(x.steps, s.m); i > 0 && x.steps[i-1].m != nil && x.steps[i-1].m.partial {
-				s.m.orphan = true
 				g.st.orphans++
 				g.st.resps[s.m.key]-- // kidscope cannot tell its API
 			}
@@ -526,7 +515,6 @@ func (g *gen) finish(x *exchange) {
 	if len(g.frees) > 256 {
 		g.frees = g.frees[len(g.frees)-256:]
 	}
-	x.c.busy = false
 	if x.after != nil {
 		x.after()
 	}
@@ -568,7 +556,6 @@ func (g *gen) nextExchange() *exchange {
 	if len(g.setupQ) > 0 && (len(g.idle) == 0 || g.rng.IntN(16) != 0) {
 		c := g.setupQ[0]
 		g.setupQ = g.setupQ[1:]
-		c.busy = true
 		return &exchange{c: c, steps: g.setup(c)}
 	}
 	c := g.takeIdle(nil)
@@ -600,7 +587,6 @@ func (g *gen) takeIdle(ok func(*conn) bool) *conn {
 	c := g.idle[pick]
 	g.idle[pick] = g.idle[len(g.idle)-1]
 	g.idle = g.idle[:len(g.idle)-1]
-	c.busy = true
 	return c
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -574,6 +573,5 @@ func apiKeyTable() []kmsg.ApiVersionsResponseApiKey {
 // memberID is a KIP-1082 client-generated member ID: a random UUID in
 // Kafka's text form.
 func (g *gen) memberID() string {
-	u := g.uuid()
-	return base64.RawURLEncoding.EncodeToString(u[:])
+	return g.uuid().String()
 }

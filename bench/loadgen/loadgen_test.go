@@ -291,12 +291,8 @@ func TestKidscopeFindsThePlantedViolations(t *testing.T) {
 		t.Fatalf("the load has %d planted findings and %d by design, want 5 and 5", len(exp.Findings), len(exp.InfoFindings))
 	}
 
-	// One worker and all of them, once kidscope has --workers.
-	runs := [][]string{nil}
-	if help, _ := run(t, bin, "analyze", "--help"); strings.Contains(help, "--workers") {
-		runs = [][]string{{"--workers", "1"}, {"--workers", "4"}}
-	}
-	for _, extra := range runs {
+	// One worker and several.
+	for _, extra := range [][]string{{"--workers", "1"}, {"--workers", "4"}} {
 		args := append([]string{"analyze", "-o", "json", "--fail-on", "never"}, extra...)
 		out, _ := run(t, bin, append(args, file)...)
 		var rep Report

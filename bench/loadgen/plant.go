@@ -67,7 +67,6 @@ func (g *gen) plantExchange(p *plant) *exchange {
 		n++
 	}
 	c := g.newConn(in, p.role, g.brokers[n%len(g.brokers)])
-	c.busy = true
 	c.seq = [2]uint32{g.rng.Uint32(), g.rng.Uint32()}
 	steps := []step{{kind: stepSYN}, {kind: stepSYNACK}, {kind: stepACK}}
 	steps = append(steps, g.apiVersions(c)...)

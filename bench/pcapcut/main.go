@@ -87,8 +87,10 @@ func cut(in, out string, limit int64) (counts, error) {
 		if n.bytes+16+l > limit {
 			break
 		}
-		buf = buf[:0]
-		buf = append(buf, make([]byte, l)...)
+		if int64(cap(buf)) < l {
+			buf = make([]byte, l)
+		}
+		buf = buf[:l]
 		if _, err := io.ReadFull(r, buf); err != nil {
 			o.Close()
 			return n, fmt.Errorf("%s: packet %d: %w", in, n.packets+1, err)
