@@ -29,9 +29,10 @@ func (s *countingSink) Closed(*Conn) { s.closed++ }
 
 // FuzzPipeline runs the whole path, capture parsing to Kafka decoding, on
 // arbitrary bytes given as a capture file: no panic, every connection
-// closed exactly once, and with three workers the same calls in the same
-// order as with one. (No buffer cap is within reach of a fuzz input: the
-// workers share the caps, and would reach them at other points.)
+// closed exactly once (with a small buffer cap, that inputs reach), and
+// with three workers the same calls in the same order as with one (with no
+// buffer cap within reach: workers share the caps, and would reach them at
+// other points).
 func FuzzPipeline(f *testing.F) {
 	if real, err := os.ReadFile("../testdata/real/producer.pcap"); err == nil {
 		f.Add(real[:min(len(real), 6000)])
@@ -40,7 +41,7 @@ func FuzzPipeline(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ports, _ := reassembly.ParsePorts([]string{"39092-39094", "9092"})
 		opt := Options{Files: []string{"-"}, Stdin: bytes.NewReader(b),
-			Reassembly: reassembly.Options{Ports: ports, MaxPagesTotal: 1 << 20, MaxPagesPerConnection: 64},
+			Reassembly: reassembly.Options{Ports: ports, MaxPagesTotal: 256, MaxPagesPerConnection: 64},
 			Decode:     decode.Options{MaxScan: 8192}}
 		sink := &countingSink{t: t}
 		sum, err := Run(context.Background(), opt, sink)
@@ -50,6 +51,7 @@ func FuzzPipeline(f *testing.F) {
 		if int64(sink.closed) != sum.Connections {
 			t.Fatalf("%d connections, %d closed", sum.Connections, sink.closed)
 		}
+		opt.Reassembly.MaxPagesTotal = 1 << 20
 		var traces [2]tracer
 		for i, workers := range []int{1, 3} {
 			opt.Stdin, opt.Workers = bytes.NewReader(b), workers
