@@ -30,8 +30,13 @@ func Parse(s string) (int64, error) {
 			break
 		}
 	}
+	// Plain decimals only: ParseFloat would also take "NaN", "Inf", "1e3"
+	// and hexadecimal.
+	if t == "" || strings.Trim(t, "0123456789.") != "" {
+		return 0, fmt.Errorf("bad size %q (want e.g. 1GB, 100MB, 64KiB)", s)
+	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 || f*mult > 1<<62 {
+	if err != nil || f*mult > 1<<62 {
 		return 0, fmt.Errorf("bad size %q (want e.g. 1GB, 100MB, 64KiB)", s)
 	}
 	return int64(f * mult), nil
