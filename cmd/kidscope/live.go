@@ -35,7 +35,7 @@ type liveFlags struct {
 }
 
 func newLiveCmd() *cobra.Command {
-	var in inputFlags
+	in := inputFlags{workers: 1} // live has no --workers: it runs on one goroutine
 	var rf ruleFlags
 	var lf liveFlags
 	cmd := &cobra.Command{
