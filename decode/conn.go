@@ -41,11 +41,8 @@ type ScanBudget struct {
 	used int64
 }
 
-// Used returns the bytes kept now, counted at the end of each call.
-func (b *ScanBudget) Used() int64 { return b.used }
-
-// minScanKeep is what a lost side may always keep, budget or not: enough
-// to see a frame header.
+// minScanKeep is what a lost side may always keep however spent the budget
+// is (MaxScan still caps it): enough to see a frame header.
 const minScanKeep = 64
 
 func (o Options) withDefaults() Options {
@@ -212,7 +209,7 @@ func (c *Conn) scanLimit(f *framer) int {
 		return c.opt.MaxScan
 	}
 	free := b.Max - (b.used - int64(f.scanCounted))
-	return int(max(min(int64(c.opt.MaxScan), free), minScanKeep))
+	return int(min(int64(c.opt.MaxScan), max(free, minScanKeep)))
 }
 
 // Scratch is memory that many Conns share: the events of one call. With
@@ -252,7 +249,8 @@ type framer struct {
 	side   Side
 	synced bool // a frame was decoded on this side
 	// midStart: the side began inside the stream, possibly inside a
-	// message larger than any scan, so only its end proves it is not Kafka.
+	// message larger than any scan, so only TLS records prove it is not
+	// Kafka (checkNotKafka).
 	midStart bool
 	lost     bool // looking for the next frame start
 

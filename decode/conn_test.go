@@ -343,22 +343,40 @@ func TestConnMidStreamTLS(t *testing.T) {
 	}
 }
 
+// TestConnNotKafka: a client that sends no Kafka frame is named not Kafka
+// when its stream ends, or after notKafkaAfter bytes; unless it began
+// mid-stream, where those bytes may all be the tail of one large message
+// (only TLS records count then, TestConnMidStreamTLS).
 func TestConnNotKafka(t *testing.T) {
-	c := NewConn(Options{})
-	c.Start(ClientSide, false)
-	evs := append([]Event(nil), c.Feed(ClientSide, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), []Span{{End: 27, At: Where{Frame: 1}}})...)
-	evs = append(evs, c.Finish()...)
-	var notKafka int
-	for _, e := range evs {
-		if e.Kind == EventNotKafka {
-			notKafka++
+	http := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	long := bytes.Repeat([]byte("x"), notKafkaAfter+1000)
+	for _, c := range []struct {
+		name     string
+		midStart bool
+		data     []byte
+		want     int
+	}{
+		{"whole stream, ends", false, http, 1},
+		{"whole stream, long", false, long, 1},
+		{"mid-stream, ends", true, http, 0},
+		{"mid-stream, long", true, long, 0},
+	} {
+		conn := NewConn(Options{})
+		conn.Start(ClientSide, c.midStart)
+		evs := append([]Event(nil), conn.Feed(ClientSide, c.data, []Span{{End: len(c.data), At: Where{Frame: 1}}})...)
+		evs = append(evs, conn.Finish()...)
+		var notKafka int
+		for _, e := range evs {
+			if e.Kind == EventNotKafka {
+				notKafka++
+			}
+			if e.Kind == EventRequest {
+				t.Errorf("%s: decoded as a request: %+v", c.name, e)
+			}
 		}
-		if e.Kind == EventRequest {
-			t.Errorf("HTTP decoded as a request: %+v", e)
+		if notKafka != c.want {
+			t.Errorf("%s: %d not-Kafka events, want %d: %+v", c.name, notKafka, c.want, evs)
 		}
-	}
-	if notKafka != 1 {
-		t.Errorf("events %+v", evs)
 	}
 }
 
@@ -467,21 +485,21 @@ func TestScanBudget(t *testing.T) {
 				kept += len(ls.scan)
 			}
 		}
-		if budget.Used() != int64(kept) {
-			t.Fatalf("round %d: the budget counts %d, the scans hold %d", round, budget.Used(), kept)
+		if budget.used != int64(kept) {
+			t.Fatalf("round %d: the budget counts %d, the scans hold %d", round, budget.used, kept)
 		}
-		if limit := budget.Max + 40*minScanKeep; budget.Used() > limit {
-			t.Fatalf("round %d: %d bytes kept, over %d", round, budget.Used(), limit)
+		if limit := budget.Max + 40*minScanKeep; budget.used > limit {
+			t.Fatalf("round %d: %d bytes kept, over %d", round, budget.used, limit)
 		}
 	}
-	if budget.Used() < budget.Max/2 {
-		t.Fatalf("only %d bytes kept: the test does not press on the budget", budget.Used())
+	if budget.used < budget.Max/2 {
+		t.Fatalf("only %d bytes kept: the test does not press on the budget", budget.used)
 	}
 	for _, c := range conns {
 		c.Finish()
 	}
-	if budget.Used() != 0 {
-		t.Errorf("%d bytes still counted after every connection finished", budget.Used())
+	if budget.used != 0 {
+		t.Errorf("%d bytes still counted after every connection finished", budget.used)
 	}
 }
 
@@ -515,6 +533,25 @@ func TestBytesAtMost(t *testing.T) {
 			if got != want {
 				t.Fatalf("bytesAtMost(%#016x, %d) flags byte %d first, want %d", x, n, got, want)
 			}
+		}
+	}
+}
+
+// TestScanLimit: a spent budget still lets a lost side keep minScanKeep
+// bytes, but never more than MaxScan.
+func TestScanLimit(t *testing.T) {
+	for _, c := range []struct {
+		maxScan, budget int
+		want            int
+	}{
+		{1 << 20, 1 << 30, 1 << 20},
+		{1 << 20, 1000, 1000},
+		{1 << 20, 1, minScanKeep},
+		{16, 1, 16},
+	} {
+		conn := NewConn(Options{MaxScan: c.maxScan, ScanBudget: &ScanBudget{Max: int64(c.budget)}})
+		if got := conn.scanLimit(&conn.side[ClientSide]); got != c.want {
+			t.Errorf("MaxScan %d, budget %d: limit %d, want %d", c.maxScan, c.budget, got, c.want)
 		}
 	}
 }

@@ -87,16 +87,16 @@ func FuzzConn(f *testing.F) {
 					kept += len(ls.scan)
 				}
 			}
-			if budget.Used() != int64(kept) || kept > int(budget.Max)+2*minScanKeep {
-				t.Fatalf("budget counts %d of %d, the scans hold %d", budget.Used(), budget.Max, kept)
+			if budget.used != int64(kept) || kept > int(budget.Max)+2*minScanKeep {
+				t.Fatalf("budget counts %d of %d, the scans hold %d", budget.used, budget.Max, kept)
 			}
 			if c.pending.len() > 16 {
 				t.Fatalf("%d pending over the cap", c.pending.len())
 			}
 		}
 		c.Finish()
-		if budget.Used() != 0 {
-			t.Fatalf("a finished connection still counts %d bytes of the budget", budget.Used())
+		if budget.used != 0 {
+			t.Fatalf("a finished connection still counts %d bytes of the budget", budget.used)
 		}
 	})
 }

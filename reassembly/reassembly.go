@@ -217,7 +217,6 @@ type Assembler struct {
 	held      []callback
 	heldData  []byte
 	heldSpans []Span
-	nextOrder uint64 // streams created so far
 	slab      []frameCtx
 	ctxKept   bool // gopacket's assembler kept the context of the packet being added
 	spans     []Span
@@ -391,15 +390,15 @@ func (a *Assembler) make(c *callback, data []byte, spans []Span) {
 func (a *Assembler) dispatch() {
 	a.grouping = false
 	held := a.held
+	// Each stream is made by a packet of its own, so no two share their
+	// first frame; the sort is stable, so a stream's callbacks keep their
+	// order.
 	slices.SortStableFunc(held, func(x, y callback) int {
 		p, q := x.s, y.s
 		if c := cmp.Compare(p.conn.First.File, q.conn.First.File); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(p.conn.First.Frame, q.conn.First.Frame); c != 0 {
-			return c
-		}
-		return cmp.Compare(p.order, q.order)
+		return cmp.Compare(p.conn.First.Frame, q.conn.First.Frame)
 	})
 	for i := range held {
 		c := &held[i]
@@ -592,9 +591,7 @@ func (f *factory) New(netFlow, tcpFlow gopacket.Flow, tcp *layers.TCP, ac gpr.As
 		return nil
 	}
 	src, dst := endpoints(netFlow, tcp)
-	a.nextOrder++
-	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true}),
-		order: a.nextOrder}
+	s := &stream{a: a, fsm: gpr.NewTCPSimpleFSM(gpr.TCPSimpleFSMOptions{SupportMissingEstablishment: true})}
 	if !a.admit() {
 		a.stats.ConnectionsDropped++
 		s.dropped = true
@@ -652,8 +649,7 @@ type stream struct {
 	conn     Conn
 	firstDir Direction
 	dropped  bool
-	last     Span   // the last packet accepted
-	order    uint64 // creation order, after the first frame when sorting held callbacks
+	last     Span // the last packet accepted
 
 	// Per direction: nxt is the next sequence number gopacket's assembler
 	// expects (kept up to date from Accept and the data handed over), end

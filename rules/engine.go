@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,22 +137,22 @@ type pair[K comparable, V any] struct {
 	v V
 }
 
+func (p pairs[K, V]) index(k K) int {
+	return slices.IndexFunc(p, func(e pair[K, V]) bool { return e.k == k })
+}
+
 func (p pairs[K, V]) get(k K) (V, bool) {
-	for _, e := range p {
-		if e.k == k {
-			return e.v, true
-		}
+	if i := p.index(k); i >= 0 {
+		return p[i].v, true
 	}
 	var zero V
 	return zero, false
 }
 
 func (p *pairs[K, V]) set(k K, v V) {
-	for i := range *p {
-		if (*p)[i].k == k {
-			(*p)[i].v = v
-			return
-		}
+	if i := p.index(k); i >= 0 {
+		(*p)[i].v = v
+		return
 	}
 	if len(*p) >= maxAsked {
 		*p = nil
@@ -161,24 +162,23 @@ func (p *pairs[K, V]) set(k K, v V) {
 
 // take returns and removes k's value.
 func (p *pairs[K, V]) take(k K) (V, bool) {
-	for i, e := range *p {
-		if e.k == k {
-			last := len(*p) - 1
-			(*p)[i] = (*p)[last]
-			(*p)[last] = pair[K, V]{}
-			*p = (*p)[:last]
-			if last == 0 {
-				*p = nil // an empty list keeps no memory
-			}
-			return e.v, true
-		}
+	i := p.index(k)
+	if i < 0 {
+		var zero V
+		return zero, false
 	}
-	var zero V
-	return zero, false
+	v, last := (*p)[i].v, len(*p)-1
+	(*p)[i] = (*p)[last]
+	(*p)[last] = pair[K, V]{}
+	*p = (*p)[:last]
+	if last == 0 {
+		*p = nil // an empty list keeps no memory
+	}
+	return v, true
 }
 
 // maxAsked caps the requests awaiting an answer, and the groups, that a
-// connection's maps keep.
+// connection's lists keep.
 const maxAsked = 64
 
 // reqRec is one request with the findings it may get.
@@ -359,12 +359,9 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	// An old client (auto, no non-zero header ID ever) is shown as accepted
 	// once its first header-v3 request was judged; an undetermined
 	// connection shows no profile.
-	oldClient := !cs.decided && e.opt.Profile == ProfileAuto && !cs.sawF && cs.oldClient.done
-	switch {
-	case oldClient:
+	// (An undecided connection's profile is still ProfileNone.)
+	if !cs.decided && e.opt.Profile == ProfileAuto && !cs.sawF && cs.oldClient.done {
 		cs.profile = ProfileAccepted
-	case !cs.decided:
-		cs.profile = ProfileNone
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
