@@ -72,9 +72,15 @@ type Reader struct {
 // LeaveTCP makes Next leave the TCP header undecoded (Packet.TCP nil) for a
 // caller that decodes Packet.Segment elsewhere, such as on another
 // goroutine. Call it before the first Next.
-func (r *Reader) LeaveTCP() { r.leaveTCP = true }
+func (r *Reader) LeaveTCP() {
+	r.leaveTCP = true
+	for _, s := range r.srcs {
+		s.head.TCP = nil
+	}
+}
 
-// packetSource is what both pcapgo readers offer.
+// packetSource is what the record readers offer: pcapRecords,
+// mappedRecords and pcapgo's pcapng reader.
 type packetSource interface {
 	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 }
@@ -84,10 +90,8 @@ type source struct {
 	index  int
 	name   string
 	closer io.Closer // nil for stdin: the caller owns it
-	br     *bufio.Reader
-	pos    *countingReader // the bytes under br, decompressed: br's position is pos.n - br.Buffered()
 	pr     packetSource
-	mapped *mappedRecords  // pr when the file is read through a mapping; br and pos are nil then
+	mapped *mappedRecords  // pr when the file is read through a mapping
 	ng     bool            // pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
 	frame  int64           // frames read so far
@@ -95,20 +99,16 @@ type source struct {
 	tcp    tcpLayer        // head.TCP points here
 }
 
-// countingReader counts the bytes read through it, and adds them to total
-// when total is set (the progress counter, read from other goroutines).
+// countingReader adds the bytes read through it to total (the progress
+// counter, read from other goroutines).
 type countingReader struct {
 	r     io.Reader
-	n     int64
 	total *atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if c.total != nil {
-		c.total.Add(int64(n))
-	}
+	c.total.Add(int64(n))
 	return n, err
 }
 
@@ -150,11 +150,9 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 				r.Close()
 				return nil, err
 			}
-			if !classicViaPcapgo {
-				if recs, link := mapPcap(f, name, &r.read); recs != nil {
-					r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
-					continue
-				}
+			if recs, link := mapPcap(f, name, &r.read); recs != nil {
+				r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
+				continue
 			}
 			raw, closer = f, f
 		}
@@ -177,6 +175,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
 	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link}
 	s.head.TCP = &s.tcp.TCP
+	s.head.Stable = true
 	return s
 }
 
@@ -187,21 +186,18 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 	}
 	s := &source{index: index, name: name}
 	s.head.TCP = &s.tcp.TCP
-	s.pos = &countingReader{r: raw, total: &r.read}
-	s.br = bufio.NewReaderSize(s.pos, bufSize)
+	br := bufio.NewReaderSize(&countingReader{r: raw, total: &r.read}, bufSize)
 	compressed := false
-	if m, _ := s.br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
-		zr, err := gzip.NewReader(s.br)
+	if m, _ := br.Peek(2); len(m) == 2 && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fail("gzip: %v", err)
 		}
 		compressed = true
-		// From here on positions are in decompressed bytes; the raw
-		// counter below keeps feeding BytesRead.
-		s.pos = &countingReader{r: zr}
-		s.br = bufio.NewReaderSize(s.pos, bufSize)
+		// The compressed bytes keep feeding BytesRead, below.
+		br = bufio.NewReaderSize(zr, bufSize)
 	}
-	magic, err := s.br.Peek(4)
+	magic, err := br.Peek(4)
 	if len(magic) < 4 {
 		what := "gzip-compressed "
 		if !compressed {
@@ -225,22 +221,19 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 	}
 	switch {
 	case string(magic) == "\x0a\x0d\x0d\x0a":
-		ng, err := pcapgo.NewNgReader(s.br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
 		if err != nil {
 			return nil, headerError(fail, "pcapng", err)
 		}
 		s.pr, s.ng = ng, true
 	case isPcapMagic(magic):
-		hdr, _ := s.br.Peek(24)
-		hdr = append([]byte(nil), hdr...)
-		pr, err := pcapgo.NewReader(s.br)
+		hdr, _ := br.Peek(24)
+		format, link, err := pcapHeader(hdr)
 		if err != nil {
 			return nil, headerError(fail, "pcap", err)
 		}
-		s.pr, s.link = pr, pr.LinkType()
-		if !classicViaPcapgo {
-			s.pr = newPcapRecords(s.br, hdr)
-		}
+		_, _ = br.Discard(24)
+		s.pr, s.link = &pcapRecords{pcapFormat: format, br: br}, link
 	default:
 		if compressed {
 			return nil, fail("not a pcap or pcapng file (gzip-compressed, starts with % x)", magic)
@@ -313,15 +306,12 @@ func (r *Reader) Next(p *Packet) error {
 // returns false at the end of the file or when the file cannot be read on.
 func (r *Reader) advance(s *source) bool {
 	for {
-		before := s.position()
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
-			// pcapgo's pcap reader reports a file that ends right after a
-			// record header as a plain io.EOF: there only an end where no
-			// byte was taken is a clean one. Its pcapng reader gets this
-			// right, and may take whole non-packet blocks before a clean
-			// end.
-			if err == io.EOF && (s.ng || s.position() == before) {
+			// io.EOF is a clean end: the classic readers report a file
+			// that ends inside a record as io.ErrUnexpectedEOF, and
+			// pcapgo's pcapng reader one that ends inside a block.
+			if err == io.EOF {
 				return false
 			}
 			r.fileProblem(s, err)
@@ -361,22 +351,9 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Time = ci.Timestamp
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
-		s.head.Stable = s.mapped != nil
-		s.head.TCP = nil
-		if tcp != nil {
-			s.head.TCP = &tcp.TCP
-		}
 		s.head.WireLength = ci.Length
 		return true
 	}
-}
-
-// position is how far s has been read, in (decompressed) file bytes.
-func (s *source) position() int64 {
-	if s.mapped != nil {
-		return int64(s.mapped.off)
-	}
-	return s.pos.n - int64(s.br.Buffered())
 }
 
 // fileProblem records why s could not be read to its end.

@@ -1,7 +1,6 @@
 package capture
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // A classic pcap file that is a regular file is read through a memory
@@ -28,9 +26,10 @@ const (
 	// behind the read position, at a time.
 	mapStep = 2 << 20
 	// mapKeep is how much stays mapped behind the read position: the
-	// packets still in flight to other goroutines are read there (the
-	// pipeline keeps at most 8 MiB of segments in flight; a page given
-	// back too early is only mapped again from the page cache).
+	// packets still in flight to other goroutines are read there. (The
+	// pipeline keeps at most chunksAhead × chunkBytes, 8 MiB, of segments
+	// in flight; a page given back too early costs only mapping it again
+	// from the page cache.)
 	mapKeep = 10 << 20
 	// touchAhead is how far ahead of the read position a page is touched
 	// (see touch).
@@ -77,12 +76,12 @@ func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layer
 		return nil, 0
 	}
 	m := &mapping{data: data, name: name}
-	pr, err := pcapgo.NewReader(bytes.NewReader(data[:24]))
+	format, link, err := pcapHeader(data[:24])
 	if err != nil {
 		m.unmap()
 		return nil, 0
 	}
-	return &mappedRecords{pcapFormat: newPcapFormat(data[:24]), m: m, off: 24, read: read}, pr.LinkType()
+	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read}, link
 }
 
 // ZeroCopyReadPacketData returns the next record's bytes, valid until the

@@ -2,22 +2,21 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // maxRecordLength mirrors pcapgo's limit on a record's captured length (its
 // snap length, or 256 KiB when that is smaller), so that both readers fail
 // on the same files with the same words.
 const maxRecordLength = 256 << 10
-
-// classicViaPcapgo makes Open read classic pcap records with pcapgo's
-// reader, as it does pcapng; tests set it to compare the two.
-var classicViaPcapgo = false
 
 // pcapRecords reads the records of a classic pcap file out of the input's
 // read buffer: a record that fits in the buffer is handed out where it
@@ -35,6 +34,16 @@ type pcapFormat struct {
 	nanos  uint32 // nanoseconds per unit of the timestamp's fraction field
 	maxCap int
 	snap   uint32 // the header's snap length, named in the error for a longer record
+}
+
+// pcapHeader checks a classic pcap file's header with pcapgo's reader (a
+// bad header is refused in its words) and reads what it says.
+func pcapHeader(hdr []byte) (pcapFormat, layers.LinkType, error) {
+	pr, err := pcapgo.NewReader(bytes.NewReader(hdr))
+	if err != nil {
+		return pcapFormat{}, 0, err
+	}
+	return newPcapFormat(hdr), pr.LinkType(), nil
 }
 
 // newPcapFormat reads the 24-byte file header hdr, which pcapgo has checked.
@@ -66,12 +75,6 @@ func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 		return ci, fmt.Errorf("capture length exceeds original packet length: %d > %d", ci.CaptureLength, ci.Length)
 	}
 	return ci, nil
-}
-
-// newPcapRecords reads the records after the 24-byte file header hdr,
-// which pcapgo has read and checked.
-func newPcapRecords(br *bufio.Reader, hdr []byte) *pcapRecords {
-	return &pcapRecords{pcapFormat: newPcapFormat(hdr), br: br}
 }
 
 // ZeroCopyReadPacketData returns the next record's bytes, valid until the

@@ -36,6 +36,8 @@ const (
 	// a chunk's parts from every worker before it can free the chunk, so
 	// a worker busy with one connection's burst (a 1 MiB fetch response is
 	// 700 segments) holds the others back once they are this far ahead.
+	// chunksAhead × chunkBytes must stay under capture's mapKeep, what it
+	// keeps mapped of a file behind its reader.
 	chunksAhead = 16
 	// batchOps is the most records a worker holds before it hands them
 	// over: the end of a capture closes every connection at once (100,000
@@ -178,9 +180,10 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 	}
 	work := make([]chan *part, n)
 	done := make([]chan *batch, n)
-	// Spent batches, for the recorders to reuse: room for all there can
-	// be, each part of each chunk in flight and one being filled, so that
-	// none is dropped and made again.
+	// Spent batches, for the recorders to reuse: room for one per part of
+	// each chunk in flight and one being filled, so that none is dropped
+	// and made again in the common case of one batch per part (a part
+	// that makes more, such as the finish, lets the extra ones go).
 	batches := make(chan *batch, (chunksAhead+2)*n)
 	ropt := opt.Reassembly.Split(n)
 	ropt.CallerFlushes = true
