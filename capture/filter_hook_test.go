@@ -12,7 +12,7 @@ import (
 
 func mustFilter(t testing.TB, expr string) *filter.Filter {
 	t.Helper()
-	f, err := filter.New(expr, 0)
+	f, err := filter.New(expr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestSyntaxErrors(t *testing.T) {
 		}
 	}
 	// The brief's example, word for word.
-	if _, err := New("port x", 0); err == nil || err.Error() != `filter "port x": position 6: port number expected` {
+	if _, err := New("port x"); err == nil || err.Error() != `filter "port x": position 6: port number expected` {
 		t.Errorf("port x: %v", err)
 	}
 }
@@ -176,7 +176,7 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, _ := packetSet()[0].frame(layers.LinkTypeEthernet)
-	fl, err := New("tcp port 9092", 0)
+	fl, err := New("tcp port 9092")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +191,11 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	f, err := New("tcp port 9092 or vlan", 96)
+	f, err := New("tcp port 9092 or vlan")
 	if err != nil {
 		t.Fatal(err)
 	}
+	f = f.WithSnaplen(96)
 	if f.String() != "tcp port 9092 or vlan" {
 		t.Error(f.String())
 	}
@@ -208,7 +209,7 @@ func TestFilter(t *testing.T) {
 	}
 	// As in tcpdump, what follows "vlan" looks behind a tag, also across
 	// an "or": here "tcp port 9092" no longer matches untagged frames.
-	if g, _ := New("vlan or tcp port 9092", 0); g.Match(layers.LinkTypeEthernet, eth) {
+	if g, _ := New("vlan or tcp port 9092"); g.Match(layers.LinkTypeEthernet, eth) {
 		t.Error("vlan or tcp port 9092: untagged frame accepted")
 	}
 	sized, _ := f.WithSnaplen(200).RawFor(layers.LinkTypeEthernet)
@@ -232,7 +233,7 @@ func TestFilter(t *testing.T) {
 		t.Error("RawFor SLL: no error")
 	}
 	// Concurrent first use of several link types.
-	g, _ := New("tcp", 0)
+	g, _ := New("tcp")
 	done := make(chan bool)
 	for i := 0; i < 8; i++ {
 		go func() {
@@ -247,7 +248,7 @@ func TestFilter(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		<-done
 	}
-	if _, err := New("port x", 0); err == nil {
+	if _, err := New("port x"); err == nil {
 		t.Error("New: no syntax error")
 	}
 }
@@ -264,7 +265,7 @@ func TestDefault(t *testing.T) {
 		if got := Default(ports); got != want {
 			t.Errorf("Default(%v) = %q, want %q", ports, got, want)
 		}
-		if _, err := New(Default(ports), 0); err != nil {
+		if _, err := New(Default(ports)); err != nil {
 			t.Errorf("Default(%v): %v", ports, err)
 		}
 	}
@@ -480,7 +481,7 @@ func BenchmarkMatch(b *testing.B) {
 }
 
 func BenchmarkFilterMatch(b *testing.B) {
-	f, err := New(Default([]uint16{9092, 9093, 9094, 19092}), 0)
+	f, err := New(Default([]uint16{9092, 9093, 9094, 19092}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -268,13 +268,13 @@ type compiled struct {
 // returns a Filter that compiles it per link type. Syntax errors are
 // reported here, as *SyntaxError; a link type the expression cannot be
 // compiled for (vlan on Linux cooked captures) is reported by Program and
-// Errors. snaplen <= 0 means DefaultSnaplen.
-func New(expr string, snaplen int) (*Filter, error) {
+// Errors. Its programs return DefaultSnaplen (see WithSnaplen).
+func New(expr string) (*Filter, error) {
 	tree, err := parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{expr: expr, tree: tree, snaplen: snaplen}, nil
+	return &Filter{expr: expr, tree: tree}, nil
 }
 
 // NewRaw returns a Filter that runs the given program (from ParseRaw, for

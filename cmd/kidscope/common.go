@@ -86,7 +86,7 @@ func (f *inputFlags) captureFilter() (*filter.Filter, error) {
 	case f.filter != "" && f.bpfRaw != "":
 		return nil, errors.New("--filter and --bpf-raw exclude each other")
 	case f.filter != "":
-		return filter.New(f.filter, 0)
+		return filter.New(f.filter)
 	case f.bpfRaw != "":
 		text := f.bpfRaw
 		if b, err := os.ReadFile(text); err == nil {

@@ -214,7 +214,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 func kernelFilter(flt *filter.Filter, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
 	if flt == nil {
 		var err error
-		if flt, err = filter.New(filter.Default(ports.List()), 0); err != nil {
+		if flt, err = filter.New(filter.Default(ports.List())); err != nil {
 			return nil, err
 		}
 	}
