@@ -456,16 +456,21 @@ func (c *Conn) loseWith(f *framer, seen []byte) {
 }
 
 func (c *Conn) sizeOK(s Side, size int) bool {
-	if size < 0 || size > int(c.opt.MaxFrameSize) {
-		return false
-	}
 	if c.saslTokens {
-		return true // a SASL token may have any size, even zero
+		return size >= 0 && size <= int(c.opt.MaxFrameSize) // a SASL token may have any size, even zero
 	}
+	return c.frameSize(s, size)
+}
+
+// frameSize reports whether size can be the size field of a Kafka frame on
+// side s: from its fixed header (a request's API key, version and
+// correlation ID; a response's correlation ID) to MaxFrameSize.
+func (c *Conn) frameSize(s Side, size int) bool {
+	least := 4
 	if s == ClientSide {
-		return size >= 8 // api key, version, correlation ID
+		least = 8
 	}
-	return size >= 4 // correlation ID
+	return size >= least && size <= int(c.opt.MaxFrameSize)
 }
 
 // initialWant is how much of a frame to collect before the first parse:

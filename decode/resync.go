@@ -27,10 +27,9 @@ const maxWaiting = 64
 // position is judged once, except the waiting ones, judged again as bytes
 // arrive.
 func (c *Conn) resync(f *framer, atEnd bool) {
-	judge := c.judgeRequest
-	minLen, minSize := 12, int32(8)
+	judge, minLen := c.judgeRequest, 12
 	if f.side == BrokerSide {
-		judge, minLen, minSize = c.judgeResponse, 8, 4
+		judge, minLen = c.judgeResponse, 8
 	}
 	waits := f.waits[:0]
 	for _, p := range f.waits {
@@ -61,7 +60,7 @@ func (c *Conn) resync(f *framer, atEnd bool) {
 		} else if scan[p] > top {
 			continue
 		}
-		if size := int32(binary.BigEndian.Uint32(scan[p:])); size < minSize || size > c.opt.MaxFrameSize {
+		if !c.frameSize(f.side, int(int32(binary.BigEndian.Uint32(scan[p:])))) {
 			continue
 		}
 		switch judge(scan[p:], atEnd) {
@@ -179,7 +178,7 @@ func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
 		return reject
 	}
 	size := int(int32(binary.BigEndian.Uint32(b)))
-	if size < 8 || size > int(c.opt.MaxFrameSize) {
+	if !c.frameSize(ClientSide, size) {
 		return reject
 	}
 	if !c.plausibleRequestStart(b[4:], size) {
@@ -221,7 +220,7 @@ func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
 // at the api key) against the API table: known key, valid version,
 // non-negative correlation ID, and a client ID length that fits the size.
 func (c *Conn) plausibleRequestStart(b []byte, size int) bool {
-	if len(b) < 8 || size < 8 || size > int(c.opt.MaxFrameSize) {
+	if len(b) < 8 || !c.frameSize(ClientSide, size) {
 		return false
 	}
 	key := int16(binary.BigEndian.Uint16(b))
@@ -247,7 +246,7 @@ func (c *Conn) plausibleRequestStart(b []byte, size int) bool {
 // too or the bytes end exactly where this frame does.
 func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 	size := int(int32(binary.BigEndian.Uint32(b)))
-	if size < 4 || size > int(c.opt.MaxFrameSize) {
+	if !c.frameSize(BrokerSide, size) {
 		return reject
 	}
 	corr := int32(binary.BigEndian.Uint32(b[4:]))
@@ -261,7 +260,7 @@ func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 	case len(b) >= end+8:
 		nsize := int32(binary.BigEndian.Uint32(b[end:]))
 		ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
-		if nsize >= 4 && nsize <= c.opt.MaxFrameSize && (ncorr > corr || c.pending.has(ncorr)) {
+		if c.frameSize(BrokerSide, int(nsize)) && (ncorr > corr || c.pending.has(ncorr)) {
 			return accept
 		}
 		return reject
@@ -292,7 +291,7 @@ func (c *Conn) judgeUnmatchedResponse(b []byte, corr int32, end int, atEnd bool)
 	}
 	nsize := int32(binary.BigEndian.Uint32(b[end:]))
 	ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
-	if nsize < 4 || nsize > c.opt.MaxFrameSize || ncorr <= corr {
+	if !c.frameSize(BrokerSide, int(nsize)) || ncorr <= corr {
 		return reject
 	}
 	if _, waiting := c.waitingFor(ncorr); c.pending.has(ncorr) || waiting {
