@@ -10,6 +10,7 @@ import (
 
 // API keys whose bodies the rules read.
 const (
+	keyProduce                   int16 = 0
 	KeyJoinGroup                 int16 = 11
 	KeySaslHandshake             int16 = 17
 	KeyApiVersions               int16 = 18

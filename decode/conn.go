@@ -26,6 +26,13 @@ type Options struct {
 	MaxScan int
 	// Scratch, when set, is shared by the Conns for their event lists.
 	Scratch *Scratch
+	// AllAnswers decodes every response body in full for its error codes
+	// (frames shows them all). Otherwise a response's top-level ErrorCode
+	// is read where it sits at a fixed offset, and the body is decoded in
+	// full only when its request may draw a KIP-1313 finding (idWatch),
+	// whose verdict needs the nested codes: decoding every answer would
+	// cost analyze a buffer copy and a kmsg decode per response.
+	AllAnswers bool
 	// ScanBudget, when set, caps the bytes all the lost sides of the Conns
 	// sharing it keep together (MaxScan still caps each side).
 	ScanBudget *ScanBudget
@@ -80,6 +87,7 @@ type Counters struct {
 	SASLTokens            int64
 	PendingEvicted        int64
 	BodiesSkippedTooLarge int64
+	NoResponse            int64 // requests that get no response by design (Produce with acks = 0)
 }
 
 // Conn decodes the Kafka traffic of one TCP connection, both sides. Feed it
@@ -91,6 +99,8 @@ type Conn struct {
 	pending pendingSet
 	events  []Event
 	cnt     Counters
+
+	ids idWatch
 
 	clientID      string // the last non-null client ID seen, for resynchronisation
 	knowsClientID bool
@@ -263,6 +273,7 @@ type framer struct {
 	headed  bool   // the header is parsed; msg holds it; the rest is skipped or collected
 	kind    EventKind
 	msg     *Message // the frame in progress (nil between frames: thousands of connections)
+	answer  bool     // the response in progress is decoded in full for its error codes
 	lastAt  Where
 
 	// lostState is there only while the side is lost: most of 100,000
@@ -310,6 +321,7 @@ func (f *framer) resetFrame() {
 	// and a new one per frame costs one small allocation.
 	f.buf = nil
 	f.msg = nil
+	f.answer = false
 }
 
 // appendScan keeps data while lost, dropping the oldest bytes over max.
@@ -516,8 +528,17 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 		f.lost = true
 		return false
 	}
+	noResponse := false
+	if h.APIKey == keyProduce && h.Known {
+		acks, need, ok := produceAcks(h.APIVersion, f.buf[n:])
+		if need > 0 && n+need <= f.size && len(f.buf) < f.size {
+			f.want = min(f.size, max(n+need, 2*f.want))
+			return false
+		}
+		noResponse = ok && acks == 0
+	}
 	f.kind = EventRequest
-	f.msg = &Message{Size: int32(f.size), Request: h}
+	f.msg = &Message{Size: int32(f.size), Request: h, NoResponse: noResponse}
 	f.headed = true
 	if wantsBody(h.APIKey) && h.Known {
 		if f.size <= c.opt.MaxBodySize {
@@ -560,6 +581,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			return true
 		}
 		f.msg.Request, f.msg.RequestAt = p.h, p.at
+		f.answer = p.answer
 		hv := 0
 		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
 			hv = api.ResponseHeaderVersion(p.h.APIVersion)
@@ -569,7 +591,10 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 		if hv == 1 {
 			want = min(f.size, 64)
 		}
-		if wantsBody(p.h.APIKey) && p.h.Known {
+		if off := topAt(p.h.APIKey, p.h.APIVersion); off >= 0 {
+			want = max(want, min(f.size, 4+hv+off+2))
+		}
+		if (wantsBody(p.h.APIKey) || p.answer || c.opt.AllAnswers) && p.h.Known {
 			if f.size <= c.opt.MaxBodySize {
 				want = f.size
 			} else {
@@ -639,7 +664,10 @@ func (c *Conn) completeRequest(f *framer, w Where) {
 			m.Body, m.HasBody = body, true
 		}
 	}
-	if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w}, c.opt.MaxPending); evicted {
+	watched := c.ids.marks(&h)
+	if m.NoResponse {
+		c.cnt.NoResponse++
+	} else if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w, answer: watched}, c.opt.MaxPending); evicted {
 		c.cnt.PendingEvicted++
 		c.cnt.Unanswered++
 	}
@@ -657,31 +685,52 @@ func (c *Conn) completeResponse(f *framer, w Where) {
 		// (acks=0 produce, or their answers were lost).
 		c.cnt.Unanswered += int64(c.pending.take(m.Response.CorrelationID))
 		key := m.Request.APIKey
-		if wantsBody(key) && m.Request.Known && m.BodyErr == nil && len(f.buf) == f.size {
-			hn := 4
-			if m.Response.HeaderVersion == 1 {
-				_, hn, _ = parseResponseHeader(f.buf, 1)
-			}
-			var code int16
-			var has bool
-			body, err := safeDecode(func() (Body, error) {
-				b, cd, h, err := decodeResponseBody(key, m.Request.APIVersion, f.buf[hn:])
-				code, has = cd, h
-				return b, err
-			})
-			if err != nil {
+		hn := 4
+		if m.Response.HeaderVersion == 1 {
+			_, hn, _ = parseResponseHeader(f.buf, 1)
+		}
+		if m.Request.Known && hn <= len(f.buf) {
+			m.ErrorCode, m.HasErrorCode = peekTop(key, m.Request.APIVersion, f.buf[hn:])
+		}
+		whole := m.Request.Known && m.BodyErr == nil && len(f.buf) == f.size && hn <= len(f.buf)
+		switch {
+		case wantsBody(key) && whole:
+			c.decodeReadBody(&m, f.buf[hn:])
+		case whole && (f.answer || c.opt.AllAnswers):
+			if a, err := ReadAnswer(key, m.Request.APIVersion, f.buf[hn:]); err == nil {
+				m.Answer = a
+			} else if topAt(key, m.Request.APIVersion) != topUnreadable {
+				// A body kmsg cannot read (a short or newer layout) keeps
+				// the top-level code its first bytes hold.
 				m.BodyErr = err
 				c.cnt.Malformed++
-			} else {
-				m.Body, m.HasBody = body, true
-				m.ErrorCode, m.HasErrorCode = code, has
-				if key == KeySaslHandshake && code == ErrNone && m.Request.APIVersion == 0 {
-					c.saslTokens = true
-				}
 			}
 		}
 	}
 	c.events = append(c.events, Event{Kind: EventResponse, Side: BrokerSide, At: w, Msg: m})
+}
+
+// decodeReadBody decodes the body of a response the rules read: its fields
+// and its top-level error code (such bodies have no nested codes).
+func (c *Conn) decodeReadBody(m *Message, b []byte) {
+	key := m.Request.APIKey
+	var code int16
+	var has bool
+	body, err := safeDecode(func() (Body, error) {
+		b, cd, h, err := decodeResponseBody(key, m.Request.APIVersion, b)
+		code, has = cd, h
+		return b, err
+	})
+	if err != nil {
+		m.BodyErr = err
+		c.cnt.Malformed++
+		return
+	}
+	m.Body, m.HasBody = body, true
+	m.ErrorCode, m.HasErrorCode, m.NestedRead = code, has, true
+	if key == KeySaslHandshake && code == ErrNone && m.Request.APIVersion == 0 {
+		c.saslTokens = true
+	}
 }
 
 // safeDecode runs a body decoder, turning a panic in a third-party parser

@@ -73,10 +73,13 @@ type Message struct {
 	// Matched is true for a response whose correlation ID matched a
 	// pending request of the connection.
 	Matched bool
-	// ErrorCode is the top-level error code of a response, when the API
-	// has one and its body was decoded (HasErrorCode).
-	ErrorCode    int16
-	HasErrorCode bool
+	// Answer holds a response's error codes: the top-level ErrorCode
+	// wherever the version has one, and the nested codes when the body was
+	// decoded in full (see Options.AllAnswers).
+	Answer
+	// NoResponse marks a request that gets no response by design: a
+	// Produce with acks = 0.
+	NoResponse bool
 	// Body holds the fields the rules read, for the APIs they read.
 	Body    Body
 	HasBody bool

@@ -4,6 +4,8 @@ package decode
 type pendingReq struct {
 	h  RequestHeader
 	at Where
+	// answer: decode the response in full for its error codes (idWatch).
+	answer bool
 }
 
 type pendingEntry struct {

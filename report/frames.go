@@ -57,8 +57,33 @@ type FrameRecord struct {
 	CorrelationID int32   `json:"correlation_id"`
 	ClientID      *string `json:"client_id"`
 	InstanceID    *string `json:"instance_id"`
-	ErrorCode     *int16  `json:"error_code"`
-	ErrorName     string  `json:"error_name,omitempty"`
+	// ErrorCode speaks for the response: its top-level ErrorCode, or the
+	// code every nested item carries; null when neither exists (no code,
+	// or items that disagree: ErrorCodes lists them).
+	ErrorCode  *int16      `json:"error_code"`
+	ErrorName  string      `json:"error_name,omitempty"`
+	ErrorCodes []ErrorCode `json:"error_codes,omitempty"`
+}
+
+// ErrorCode is one Kafka error code with its name.
+type ErrorCode struct {
+	Code int16  `json:"code"`
+	Name string `json:"name"`
+}
+
+// errorText names codes as the text formats do: "INVALID_REQUEST (42)".
+func errorText(codes []ErrorCode) string {
+	var b []byte
+	for i, c := range codes {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, c.Name...)
+		b = append(b, " ("...)
+		b = strconv.AppendInt(b, int64(c.Code), 10)
+		b = append(b, ')')
+	}
+	return string(b)
 }
 
 // NewFrameRecord builds the record of a request or response event.
@@ -85,8 +110,15 @@ func NewFrameRecord(file string, c *pipeline.Conn, e *decode.Event, form UUIDFor
 		return r
 	}
 	r.CorrelationID = m.Response.CorrelationID
-	if m.HasErrorCode {
+	for _, c := range m.Codes() {
+		r.ErrorCodes = append(r.ErrorCodes, ErrorCode{c, decode.ErrorName(c)})
+	}
+	switch {
+	case m.HasErrorCode:
 		code := m.ErrorCode
+		r.ErrorCode, r.ErrorName = &code, decode.ErrorName(code)
+	case len(m.Nested) == 1:
+		code := m.Nested[0]
 		r.ErrorCode, r.ErrorName = &code, decode.ErrorName(code)
 	}
 	return r
@@ -148,7 +180,7 @@ func NewFramesWriter(w io.Writer, format string) (FramesWriter, error) {
 }
 
 var frameColumns = []string{"file", "frame", "client", "broker", "direction", "api_key", "api_name", "api_version",
-	"correlation_id", "client_id", "instance_id", "error_code"}
+	"correlation_id", "client_id", "instance_id", "error_code", "error_codes"}
 
 func optInt(p *int16) string {
 	if p == nil {
@@ -166,7 +198,19 @@ func optStr(p *string) string {
 
 func (r *FrameRecord) fields() []string {
 	return []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, r.Broker, r.Direction, optInt(r.APIKey), r.APIName,
-		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), optInt(r.ErrorCode)}
+		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
+}
+
+// codeList joins the numbers of codes with ";" (a CSV cell).
+func codeList(codes []ErrorCode) string {
+	var b []byte
+	for i, c := range codes {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = strconv.AppendInt(b, int64(c.Code), 10)
+	}
+	return string(b)
 }
 
 type framesCSV struct {
@@ -264,10 +308,7 @@ func (f *framesTable) Add(r *FrameRecord) error {
 	if r.APIKey != nil {
 		api = fmt.Sprintf("%s(%d) v%s", r.APIName, *r.APIKey, optInt(r.APIVersion))
 	}
-	code := optInt(r.ErrorCode)
-	if r.ErrorName != "" && code != "0" {
-		code = r.ErrorName
-	}
+	code := errorText(r.ErrorCodes)
 	dir := "→"
 	if r.Direction == "response" {
 		dir = "←"

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Options configure the engine. The caps bound what a long run keeps for
@@ -193,8 +194,9 @@ type reqRec struct {
 	afterGap bool
 	answered bool
 	respAt   decode.Where
-	code     int16
-	hasCode  bool
+	ans      decode.Answer
+	// noResponse: the request gets no response by design (acks = 0).
+	noResponse bool
 }
 
 func (r *reqRec) hasCandidates() bool {
@@ -261,7 +263,7 @@ func (e *Engine) request(cs *connState, ev *decode.Event) {
 		cs.clientID = h.ClientID
 	}
 	x := headerIDOf(h)
-	r := &reqRec{at: ev.At, h: *h, afterGap: cs.afterGap}
+	r := &reqRec{at: ev.At, h: *h, afterGap: cs.afterGap, noResponse: ev.Msg.NoResponse}
 	hv := h.HeaderVersion
 	r.seed = cs.seed.judge(hv, x, ev.At)
 	r.accepted = cs.accepted.judge(hv, x, h, ev.At)
@@ -320,26 +322,43 @@ func (e *Engine) response(cs *connState, ev *decode.Event) {
 		}
 	}
 	if r != nil {
-		r.answered, r.respAt, r.code, r.hasCode = true, ev.At, m.ErrorCode, m.HasErrorCode
+		r.answered, r.respAt, r.ans = true, ev.At, m.Answer
 	}
 	if m.Request.APIKey == decode.KeyApiVersions && m.HasBody && m.HasErrorCode && m.ErrorCode == 0 {
 		e.broker(cs.info.Key.Broker).offersTelemetry(m.Body.APIVersions)
 	}
 	for _, c := range e.tele.response(cs, ev) {
-		e.emitCand(cs, c, ev.At, &m.Request, m.ErrorCode, m.HasErrorCode, true, nil)
+		e.emitCand(cs, c, ev.At, &m.Request, m.Answer, true, nil)
 	}
 	for _, c := range e.groups.response(cs, ev) {
-		e.emitCand(cs, c, ev.At, &m.Request, m.ErrorCode, m.HasErrorCode, true, nil)
+		e.emitCand(cs, c, ev.At, &m.Request, m.Answer, true, nil)
 	}
-	if r == nil && m.HasErrorCode && m.ErrorCode == errInvalidRequest {
+	if enforces, _ := judgeAnswer(m.Answer); r == nil && enforces {
 		// A request with no possible finding, rejected.
 		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
-			related: []Frame{frameOf(m.RequestAt)}}, ev.At, &m.Request, m.ErrorCode, true, true, nil)
+			related: []Frame{frameOf(m.RequestAt)}}, ev.At, &m.Request, m.Answer, true, nil)
 	}
 	e.settle(cs, false)
 }
 
-const errInvalidRequest = 42
+// judgeAnswer says whether a broker's answer rejected a request as
+// INVALID_REQUEST or processed it (RULES.md §5): by its top-level ErrorCode
+// where the API and version has one, else by its nested codes (an Apache
+// broker that rejects a request puts the same code in every item). Any
+// other top-level code, an answer with no items, and an answer whose body
+// was not read tell neither.
+func judgeAnswer(a decode.Answer) (rejected, processed bool) {
+	if a.HasErrorCode {
+		return a.ErrorCode == kerr.InvalidRequest.Code, a.ErrorCode == 0
+	}
+	if len(a.Nested) == 0 {
+		return false, false
+	}
+	if slices.Contains(a.Nested, kerr.InvalidRequest.Code) {
+		return len(a.Nested) == 1, false
+	}
+	return false, true
+}
 
 // ClosedByBroker is the broker answer of a request after which the broker
 // closed the connection without answering.
@@ -462,18 +481,18 @@ func (e *Engine) finalize(cs *connState, r *reqRec, closing bool) {
 	found := false
 	if pick != nil {
 		found = true
-		e.emitCand(cs, *pick, r.at, &r.h, r.code, r.hasCode, r.answered, r, also...)
+		e.emitCand(cs, *pick, r.at, &r.h, r.ans, r.answered, r, also...)
 		if s := severityOf(pick.rule); s == Error && (strings.HasPrefix(pick.rule, "header-") || pick.rule == TelemetryBodyMismatch) {
 			e.brokerVerdict(cs, r)
 		}
 	}
 	for _, c := range r.extra {
 		found = true
-		e.emitCand(cs, c, r.at, &r.h, r.code, r.hasCode, r.answered, r)
+		e.emitCand(cs, c, r.at, &r.h, r.ans, r.answered, r)
 	}
-	if !found && r.answered && r.hasCode && r.code == errInvalidRequest {
+	if rejected, _ := judgeAnswer(r.ans); !found && r.answered && rejected {
 		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
-			related: []Frame{frameOf(r.at)}}, r.respAt, &r.h, r.code, true, true, nil)
+			related: []Frame{frameOf(r.at)}}, r.respAt, &r.h, r.ans, true, nil)
 	}
 }
 
@@ -481,10 +500,13 @@ func (e *Engine) finalize(cs *connState, r *reqRec, closing bool) {
 // found wrong (RULES.md §5).
 func (e *Engine) brokerVerdict(cs *connState, r *reqRec) {
 	b := e.broker(cs.info.Key.Broker)
+	rejected, processed := judgeAnswer(r.ans)
 	switch {
-	case r.answered && r.hasCode && r.code == errInvalidRequest:
+	case r.noResponse:
+		// No answer by design: neither a rejection nor evidence.
+	case r.answered && rejected:
 		b.enforce = append(b.enforce, frameOf(r.respAt))
-	case r.answered && r.hasCode && r.code == 0:
+	case r.answered && processed:
 		b.ignore = append(b.ignore, frameOf(r.respAt))
 	case !r.answered && r == cs.lastReq && r.respAt.Frame != 0:
 		b.enforce = append(b.enforce, frameOf(r.respAt)) // closed without an answer
@@ -503,12 +525,14 @@ func contains(list []string, s string) bool {
 // emitCand turns a candidate into a finding at frame at, about the request
 // with header h.
 // also names the other §3/§4 rules that applied to the same request.
-func (e *Engine) emitCand(cs *connState, c cand, at decode.Where, h *decode.RequestHeader, code int16, hasCode, answered bool, r *reqRec, also ...string) {
+func (e *Engine) emitCand(cs *connState, c cand, at decode.Where, h *decode.RequestHeader, ans decode.Answer, answered bool, r *reqRec, also ...string) {
 	f := Finding{Rule: c.rule, At: at, Related: c.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
 		CorrelationID: h.CorrelationID, Expected: c.expected, Seen: c.seen, Also: also}
 	switch {
-	case hasCode:
-		f.BrokerAnswer = decode.ErrorName(code)
+	case ans.Known():
+		f.BrokerAnswer = answerText(ans)
+	case r != nil && r.noResponse:
+		f.BrokerAnswer = NoResponseByDesign
 	case !answered && r != nil && r.respAt.Frame != 0:
 		f.BrokerAnswer = ClosedByBroker
 	case !answered:
@@ -521,6 +545,16 @@ func (e *Engine) emitCand(cs *connState, c cand, at decode.Where, h *decode.Requ
 		}
 	}
 	e.emit(cs, f)
+}
+
+// answerText names the codes of an answer: the top-level one, or the
+// distinct nested ones.
+func answerText(a decode.Answer) string {
+	var names []string
+	for _, c := range a.Codes() {
+		names = append(names, decode.ErrorName(c))
+	}
+	return strings.Join(names, ", ")
 }
 
 // emit completes a finding with the connection and the catalogue.

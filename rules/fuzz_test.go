@@ -50,8 +50,8 @@ func FuzzEngine(f *testing.F) {
 				h := decode.RequestHeader{APIKey: api.Key, APIVersion: api.MaxVersion, CorrelationID: c, Known: true}
 				codes := []int16{0, 42, 79, 35}
 				e.Event(conn, &decode.Event{Kind: decode.EventResponse, Side: decode.BrokerSide, At: next(), Msg: decode.Message{
-					Request: h, Matched: true, Response: decode.ResponseHeader{CorrelationID: c}, HasErrorCode: true,
-					ErrorCode: codes[int(arg)%len(codes)], Body: decode.Body{InstanceID: ids[int(arg>>4)%len(ids)], MemberID: "m"}, HasBody: true}})
+					Request: h, Matched: true, Response: decode.ResponseHeader{CorrelationID: c},
+					Answer: fuzzAnswer(codes[int(arg)%len(codes)], arg), Body: decode.Body{InstanceID: ids[int(arg>>4)%len(ids)], MemberID: "m"}, HasBody: true}})
 			case 3:
 				if arg&1 == 0 {
 					e.Gap(conn, decode.Side(arg>>1&1), next())
@@ -89,4 +89,12 @@ func FuzzEngine(f *testing.F) {
 			t.Fatalf("state left after every connection closed: %d connections, %d with required member IDs", len(e.conns), len(e.groups.connRequired))
 		}
 	})
+}
+
+// fuzzAnswer makes a top-level code or, on odd args, the same code nested.
+func fuzzAnswer(code int16, arg byte) decode.Answer {
+	if arg>>6&1 == 1 {
+		return decode.Answer{NestedRead: true, Nested: []int16{code}}
+	}
+	return decode.Answer{ErrorCode: code, HasErrorCode: true, NestedRead: true}
 }

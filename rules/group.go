@@ -4,9 +4,8 @@ import (
 	"strconv"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
-
-const errMemberIDRequired = 79
 
 // groupState is what the group membership rules (RULES.md §6) remember.
 type groupState struct {
@@ -100,7 +99,7 @@ func (g *groupState) response(cs *connState, ev *decode.Event) []cand {
 	switch m.Request.APIKey {
 	case decode.KeyJoinGroup:
 		req, ok := cs.joins.take(m.Request.CorrelationID)
-		if !ok || !m.HasErrorCode || m.ErrorCode != errMemberIDRequired {
+		if !ok || !m.HasErrorCode || m.ErrorCode != kerr.MemberIDRequired.Code {
 			return nil
 		}
 		a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}

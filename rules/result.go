@@ -115,6 +115,10 @@ type Finding struct {
 // response to.
 const NoResponse = "no response in capture"
 
+// NoResponseByDesign is the broker answer of a Produce with acks = 0,
+// which no broker answers.
+const NoResponseByDesign = "none expected (acks = 0)"
+
 // Verdict is what a broker's answers say of KIP-1313 (RULES.md §5).
 type Verdict int
 

@@ -18,8 +18,9 @@ func newFramesCmd() *cobra.Command {
 		Short: "List every Kafka request and response in captures, like tshark -T fields",
 		Long: `frames lists one line per Kafka request and response: file, frame (1-based per file,
 as Wireshark counts), connection, direction, API key, name and version, correlation ID,
-client ID, the header's client instance ID (KIP-1313 tag 0) and the error code of
-responses whose body kidscope reads. A summary line closes the list.
+client ID, the header's client instance ID (KIP-1313 tag 0) and the error codes of
+every response: its top-level ErrorCode, or the distinct codes of its topics,
+partitions, groups or resources where the API version has no top-level one. A summary line closes the list.
 Several files are merged in time order; "-" reads standard input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
@@ -33,6 +34,7 @@ Several files are merged in time order; "-" reads standard input.`,
 			}
 			defer stopGovernor()
 			opt.Stdin = cmd.InOrStdin()
+			opt.Decode.AllAnswers = true
 			bar := newProgressBar(files, in.noProgress)
 			if bar != nil {
 				opt.OnTick = bar.tick

@@ -44,8 +44,9 @@ type Msg struct {
 	InstanceID string
 	// Matched is true for a response whose request was captured whole.
 	Matched bool
-	// HasError and ErrorCode: the top-level error code of responses whose
-	// body kidscope reads.
+	// HasError and ErrorCode: the top-level error code, for the responses
+	// whose version has one (written from Kafka's message schemas, not from
+	// the decoder's table).
 	HasError  bool
 	ErrorCode int16
 	// Frame is the 1-based frame at which the message is complete.
@@ -177,15 +178,23 @@ func (c *Conn) NewResponse(label string, corr int32, body kmsg.Response) Frame {
 	m := Msg{Label: label, Conn: c.Index, Client: c.N.Client(), Broker: c.N.Server(), Corr: corr}
 	if req.whole {
 		m.Matched, m.Key, m.Version = true, req.key, req.ver
-		m.ErrorCode, m.HasError = errorCode(body)
+		m.ErrorCode, m.HasError = errorCode(body, req.ver)
 	}
 	return Frame{Bytes: decode.AppendResponse(nil, corr, hv, body.AppendTo(nil)), HeaderLen: 4 + 4 + hv, msg: m}
 }
 
 // errorCode is the top-level error code kidscope reads from the bodies of
 // the APIs its rules read.
-func errorCode(body kmsg.Response) (int16, bool) {
+func errorCode(body kmsg.Response, v int16) (int16, bool) {
 	switch b := body.(type) {
+	case *kmsg.FetchResponse:
+		return b.ErrorCode, v >= 7
+	case *kmsg.HeartbeatResponse:
+		return b.ErrorCode, true
+	case *kmsg.FindCoordinatorResponse:
+		return b.ErrorCode, v <= 3
+	case *kmsg.MetadataResponse:
+		return b.ErrorCode, v >= 13
 	case *kmsg.ApiVersionsResponse:
 		return b.ErrorCode, true
 	case *kmsg.JoinGroupResponse:
