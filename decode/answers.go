@@ -15,6 +15,7 @@ type answerLayout struct {
 	name       string
 	maxVersion int16
 	top        []int8
+	nested     []uint8 // how many nested code fields each version has
 }
 
 const (

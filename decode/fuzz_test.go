@@ -1,6 +1,11 @@
 package decode
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // seedFrames are a conversation's two sides, the fuzzers' starting corpus,
 // without its large produce request: the fuzzer minimises new inputs byte
@@ -55,7 +60,7 @@ func FuzzConn(f *testing.F) {
 		const maxScan = 4096
 		// The budget is under one side's cap: both sides share it.
 		budget := &ScanBudget{Max: 3000}
-		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget})
+		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget, AllAnswers: step&1 == 1})
 		c.Start(ClientSide, midStream)
 		c.Start(BrokerSide, midStream)
 		n := int(step%512) + 1
@@ -114,6 +119,33 @@ func FuzzBodies(f *testing.F) {
 				body, _, _, err := decodeResponseBody(k, version%16, b)
 				return body, err
 			})
+		}
+	})
+}
+
+// FuzzReadAnswer: any body of any key and version is read or refused,
+// never a panic; where the top-level code sits at a fixed offset, a body
+// that decodes whole agrees with the code its first bytes hold.
+func FuzzReadAnswer(f *testing.F) {
+	for _, v := range []int16{4, 9, 13} {
+		p := kmsg.NewPtrProduceResponse()
+		p.Topics = []kmsg.ProduceResponseTopic{{Topic: "t", Partitions: []kmsg.ProduceResponseTopicPartition{{ErrorCode: 42}}}}
+		f.Add(int16(0), v, encodeResponse(p, v))
+		fr := kmsg.NewPtrFetchResponse()
+		fr.ErrorCode = 42
+		f.Add(int16(1), v, encodeResponse(fr, v))
+	}
+	f.Add(int16(71), int16(1), []byte{0, 0, 0, 0, 0, 42})
+	f.Fuzz(func(t *testing.T, key, version int16, b []byte) {
+		a, err := ReadAnswer(key, version, b)
+		if err != nil {
+			return
+		}
+		if top, ok := peekTop(key, version, b); ok && (!a.HasErrorCode || a.ErrorCode != top) {
+			t.Errorf("key %d v%d: peekTop %d, ReadAnswer %+v", key, version, top, a)
+		}
+		if len(a.Nested) != len(slices.Compact(slices.Clone(a.Nested))) {
+			t.Errorf("repeated nested codes %v", a.Nested)
 		}
 	})
 }

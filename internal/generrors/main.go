@@ -315,11 +315,12 @@ package decode
 import "github.com/twmb/franz-go/pkg/kmsg"
 
 // answerLayouts is indexed by API key: where each version's response keeps
-// its top-level ErrorCode. An empty entry is a key kmsg does not know.
+// its top-level ErrorCode, and how many nested code fields it has. An empty
+// entry is a key kmsg does not know.
 var answerLayouts = [...]answerLayout{
 `)
 	for _, a := range apis {
-		var tops []string
+		var tops, nested []string
 		for _, l := range a.layouts {
 			off := -2 // the version has no top-level code
 			for i, p := range a.paths {
@@ -331,8 +332,16 @@ var answerLayouts = [...]answerLayout{
 				off = -3
 			}
 			tops = append(tops, fmt.Sprint(off))
+			n := 0
+			for i, p := range a.paths {
+				if l.present[i] && !(p.top() && p[0].field == "ErrorCode") {
+					n++
+				}
+			}
+			nested = append(nested, fmt.Sprint(n))
 		}
-		fmt.Fprintf(&w, "%d: {name: %q, maxVersion: %d, top: []int8{%s}},\n", a.key, strings.TrimSuffix(a.typeName, "Response"), a.maxV, strings.Join(tops, ", "))
+		fmt.Fprintf(&w, "%d: {name: %q, maxVersion: %d, top: []int8{%s}, nested: []uint8{%s}},\n", a.key,
+			strings.TrimSuffix(a.typeName, "Response"), a.maxV, strings.Join(tops, ", "), strings.Join(nested, ", "))
 	}
 	w.WriteString(`}
 
