@@ -49,6 +49,18 @@ func topBeyondKmsg(key, version int16) int {
 	return topUnreadable
 }
 
+// smallAnswer is the largest response frame whose nested codes are read
+// even when nothing asks for them.
+const smallAnswer = 1024
+
+// hasNested reports whether the version has nested code fields.
+func hasNested(key, version int16) bool {
+	if key < 0 || int(key) >= len(answerLayouts) || version < 0 || int(version) >= len(answerLayouts[key].nested) {
+		return false
+	}
+	return answerLayouts[key].nested[version] > 0
+}
+
 // Answer holds the error codes of one response, read where its API and
 // version keep them.
 type Answer struct {

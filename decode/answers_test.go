@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -293,9 +294,16 @@ func TestConnAnswers(t *testing.T) {
 	rejected := func() kmsg.Response {
 		return &kmsg.MetadataResponse{Topics: []kmsg.MetadataResponseTopic{{ErrorCode: 42}}}
 	}
+	large := &kmsg.MetadataResponse{}
+	for i := range 100 {
+		name := fmt.Sprintf("a-topic-with-a-long-name-%d", i)
+		large.Topics = append(large.Topics, kmsg.MetadataResponseTopic{Topic: &name, ErrorCode: 3})
+	}
 	w := &wire{}
 	w.request(3, 12, 1, "c", &id, &kmsg.MetadataRequest{})
-	w.response(3, 12, 1, rejected())
+	w.response(3, 12, 1, large)
+	w.request(3, 12, 5, "c", &id, &kmsg.MetadataRequest{})
+	w.response(3, 12, 5, rejected()) // small: read whatever its request
 	w.request(3, 12, 2, "c", &other, &kmsg.MetadataRequest{}) // a changed ID: watched
 	w.response(3, 12, 2, rejected())
 	w.request(22, 4, 3, "c", &id, &kmsg.InitProducerIDRequest{})
@@ -312,9 +320,9 @@ func TestConnAnswers(t *testing.T) {
 				got = append(got, strconv.Itoa(int(e.Msg.Response.CorrelationID))+":"+answerString(e.Msg.Answer))
 			}
 		}
-		want := "1:- 2:[42] 3:top 42 4:[42]"
+		want := "1:- 5:[42] 2:[42] 3:top 42 4:[42]"
 		if all {
-			want = "1:[42] 2:[42] 3:top 42 4:[42]"
+			want = "1:[3] 5:[42] 2:[42] 3:top 42 4:[42]"
 		}
 		if strings.Join(got, " ") != want {
 			t.Errorf("AllAnswers %v: %q, want %q", all, strings.Join(got, " "), want)

@@ -29,9 +29,10 @@ type Options struct {
 	// AllAnswers decodes every response body in full for its error codes
 	// (frames shows them all). Otherwise a response's top-level ErrorCode
 	// is read where it sits at a fixed offset, and the body is decoded in
-	// full only when its request may draw a KIP-1313 finding (idWatch),
-	// whose verdict needs the nested codes: decoding every answer would
-	// cost analyze a buffer copy and a kmsg decode per response.
+	// full only when it is small (smallAnswer) or its request may draw a
+	// KIP-1313 finding (idWatch), whose verdict needs the nested codes:
+	// decoding every answer would cost analyze a copy of every fetched
+	// record.
 	AllAnswers bool
 	// ScanBudget, when set, caps the bytes all the lost sides of the Conns
 	// sharing it keep together (MaxScan still caps each side).
@@ -581,7 +582,11 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			return true
 		}
 		f.msg.Request, f.msg.RequestAt = p.h, p.at
-		f.answer = p.answer
+		// A small answer costs little to decode whole, and an answer that
+		// rejects a request is small (no records, codes alone): reading
+		// them all lets broker-rejected-valid see every rejection.
+		f.answer = p.h.Known && (p.answer || c.opt.AllAnswers ||
+			f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion))
 		hv := 0
 		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
 			hv = api.ResponseHeaderVersion(p.h.APIVersion)
@@ -594,7 +599,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 		if off := topAt(p.h.APIKey, p.h.APIVersion); off >= 0 {
 			want = max(want, min(f.size, 4+hv+off+2))
 		}
-		if (wantsBody(p.h.APIKey) || p.answer || c.opt.AllAnswers) && p.h.Known {
+		if (wantsBody(p.h.APIKey) || f.answer) && p.h.Known {
 			if f.size <= c.opt.MaxBodySize {
 				want = f.size
 			} else {
@@ -696,7 +701,7 @@ func (c *Conn) completeResponse(f *framer, w Where) {
 		switch {
 		case wantsBody(key) && whole:
 			c.decodeReadBody(&m, f.buf[hn:])
-		case whole && (f.answer || c.opt.AllAnswers):
+		case whole && f.answer:
 			if a, err := ReadAnswer(key, m.Request.APIVersion, f.buf[hn:]); err == nil {
 				m.Answer = a
 			} else if topAt(key, m.Request.APIVersion) != topUnreadable {
