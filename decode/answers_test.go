@@ -303,7 +303,7 @@ func TestConnAnswers(t *testing.T) {
 	w.request(3, 12, 1, "c", &id, &kmsg.MetadataRequest{})
 	w.response(3, 12, 1, large)
 	w.request(3, 12, 5, "c", &id, &kmsg.MetadataRequest{})
-	w.response(3, 12, 5, rejected()) // small: read whatever its request
+	w.response(3, 12, 5, rejected())                          // small: read whatever its request
 	w.request(3, 12, 2, "c", &other, &kmsg.MetadataRequest{}) // a changed ID: watched
 	w.response(3, 12, 2, rejected())
 	w.request(22, 4, 3, "c", &id, &kmsg.InitProducerIDRequest{})
