@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
@@ -313,7 +315,9 @@ func (b *Built) step(c *netsim.Capture, i int, cd *Conn, cs *connState, step *St
 			}
 			idx[k] = len(b.Messages)
 			b.Messages = append(b.Messages, m)
-			cs.pending = append(cs.pending, idx[k])
+			if !expectsNoAnswer(r.Body) {
+				cs.pending = append(cs.pending, idx[k])
+			}
 		}
 		before := c.Frames()
 		var done []int
@@ -478,4 +482,11 @@ func (s *Scenario) ports() []uint16 {
 		return []uint16{9092}
 	}
 	return slices.Clone(s.Ports)
+}
+
+// expectsNoAnswer reports whether no broker answers the request: a Produce
+// with acks = 0.
+func expectsNoAnswer(b Body) bool {
+	p, ok := b.(*kmsg.ProduceRequest)
+	return ok && p.Acks == 0
 }

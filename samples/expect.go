@@ -144,7 +144,7 @@ func writeList(dir string, list []*Scenario) ([]Written, error) {
 func All() []*Scenario {
 	var out []*Scenario
 	for _, group := range [][]Scenario{headerScenarios(), tableScenarios(), telemetryScenarios(),
-		groupScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios()} {
+		groupScenarios(), verdictScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios()} {
 		for i := range group {
 			out = append(out, &group[i])
 		}
