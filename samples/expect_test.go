@@ -137,6 +137,21 @@ func answerOf(body Body) (top int16, hasTop bool, nested []int16) {
 			add(c.ErrorCode)
 		}
 		return r.ErrorCode, v <= 3, nested
+	case *kmsg.OffsetFetchResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(p.ErrorCode)
+			}
+		}
+		for _, g := range r.Groups {
+			add(g.ErrorCode)
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					add(p.ErrorCode)
+				}
+			}
+		}
+		return r.ErrorCode, v >= 2 && v <= 7, nested
 	case *kmsg.OffsetDeleteResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

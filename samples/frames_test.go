@@ -16,12 +16,12 @@ import (
 // line is one Kafka message as `kidscope frames` lists it, in the fields
 // the comparison uses.
 func line(frame int64, client, broker string, request bool, key, version int16, matched bool, corr int32,
-	clientID *string, instance *decode.UUID) string {
+	clientID *string, instance *decode.UUID, codes []int16) string {
 	if !request {
 		if !matched {
 			return fmt.Sprintf("frame %d %s>%s response corr %d (unmatched)", frame, client, broker, corr)
 		}
-		return fmt.Sprintf("frame %d %s>%s response %s v%d corr %d", frame, client, broker, apiName(key), version, corr)
+		return fmt.Sprintf("frame %d %s>%s response %s v%d corr %d codes %v", frame, client, broker, apiName(key), version, corr, codes)
 	}
 	cid, id := "null", "-"
 	if clientID != nil {
@@ -44,8 +44,12 @@ func expectedLines(b *Built) []string {
 			continue
 		}
 		matched := m.Request || b.Messages[m.Answers].Frame > 0
+		var codes []int16
+		if !m.Request {
+			codes = scriptedCodes(m.Body)
+		}
 		out = append(out, line(int64(m.Frame), m.Client.String(), m.Broker.String(), m.Request, m.Key, m.Version,
-			matched, m.Corr, m.ClientID, m.Instance))
+			matched, m.Corr, m.ClientID, m.Instance, codes))
 	}
 	slices.Sort(out)
 	return out
@@ -72,10 +76,10 @@ func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
 			inst = &id
 		}
 		s.lines = append(s.lines, line(e.At.Frame, c.Client.String(), c.Broker.String(), true, m.Request.APIKey,
-			m.Request.APIVersion, true, m.Request.CorrelationID, cid, inst))
+			m.Request.APIVersion, true, m.Request.CorrelationID, cid, inst, nil))
 	case decode.EventResponse:
 		s.lines = append(s.lines, line(e.At.Frame, c.Client.String(), c.Broker.String(), false, m.Request.APIKey,
-			m.Request.APIVersion, m.Matched, m.Response.CorrelationID, nil, nil))
+			m.Request.APIVersion, m.Matched, m.Response.CorrelationID, nil, nil, m.Codes()))
 	case decode.EventSASLToken:
 	default:
 		s.other = append(s.other, fmt.Sprintf("frame %d %s>%s kind %d %s %s %v", e.At.Frame, c.Client, c.Broker,
@@ -98,12 +102,28 @@ func decodeBuilt(t *testing.T, b *Built) (*framesSink, pipeline.Summary) {
 	}
 	sink := &framesSink{}
 	sum, err := pipeline.Run(context.Background(), pipeline.Options{Files: []string{"-"}, Stdin: bytes.NewReader(b.Capture),
-		Reassembly: reassembly.Options{Ports: ports}}, sink)
+		Reassembly: reassembly.Options{Ports: ports}, Decode: decode.Options{AllAnswers: true}}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(sink.lines)
 	return sink, sum
+}
+
+// scriptedCodes is the distinct error codes of a scripted answer, the
+// top-level one first, as frames lists them.
+func scriptedCodes(body Body) []int16 {
+	top, hasTop, nested := answerOf(body)
+	var out []int16
+	if hasTop {
+		out = append(out, top)
+	}
+	for _, c := range nested {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // decoderBugs lists scenarios whose frames listing disagrees with the

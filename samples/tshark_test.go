@@ -3,9 +3,11 @@ package samples
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,6 +52,8 @@ type tsharkFrame struct {
 	src, dst  string
 	pdus      []tsharkPDU
 	malformed bool
+	// errors is every kafka.error field of the frame, in order.
+	errors []string
 }
 
 func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tsharkFrame {
@@ -60,7 +64,7 @@ func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tshar
 	}
 	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
 		"-e", "frame.number", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport",
-		"-e", "kafka.request_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id", "-e", "kafka.client_id", "-e", "_ws.malformed")
+		"-e", "kafka.request_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id", "-e", "kafka.client_id", "-e", "_ws.malformed", "-e", "kafka.error")
 	cmd := exec.Command(tshark, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -77,7 +81,7 @@ func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tshar
 	frames := map[int]*tsharkFrame{}
 	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		f := strings.Split(l, "\t")
-		for len(f) < 12 {
+		for len(f) < 13 {
 			f = append(f, "")
 		}
 		var n int
@@ -90,7 +94,7 @@ func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tshar
 			}
 			return v4 + ":" + port
 		}
-		tf := &tsharkFrame{src: addr(f[1], f[2], f[3]), dst: addr(f[4], f[5], f[6]), malformed: f[11] != ""}
+		tf := &tsharkFrame{src: addr(f[1], f[2], f[3]), dst: addr(f[4], f[5], f[6]), malformed: f[11] != "", errors: split(f[12])}
 		keys, vers, corrs, cids := split(f[7]), split(f[8]), split(f[9]), split(f[10])
 		for i, corr := range corrs {
 			p := tsharkPDU{corr: corr}
@@ -140,7 +144,7 @@ func TestTshark(t *testing.T) {
 				}
 			}
 			byFrame := map[int][]Message{}
-			checked := 0
+			checked, codesChecked := 0, 0
 			for _, m := range b.Messages {
 				if m.Frame == 0 {
 					continue
@@ -182,6 +186,22 @@ func TestTshark(t *testing.T) {
 				if strings.Join(got, "; ") != strings.Join(want, "; ") {
 					t.Errorf("frame %d: tshark reads %q, the script wrote %q", frame, got, want)
 				}
+				// The error codes of a frame that completes one response
+				// of a version tshark dissects: the same distinct codes.
+				if len(ms) == 1 && !ms[0].Request && tsharkReads(ms[0].Key, ms[0].Version) && !tf.malformed {
+					want := map[string]bool{}
+					for _, c := range scriptedCodes(ms[0].Body) {
+						want[strconv.Itoa(int(c))] = true
+					}
+					got := map[string]bool{}
+					for _, c := range tf.errors {
+						got[c] = true
+					}
+					if !maps.Equal(got, want) {
+						t.Errorf("frame %d (%s v%d): tshark reads error codes %v, the script wrote %v", frame, apiName(ms[0].Key), ms[0].Version, tf.errors, scriptedCodes(ms[0].Body))
+					}
+					codesChecked++
+				}
 			}
 			for n, tf := range frames {
 				if !tf.malformed {
@@ -201,6 +221,7 @@ func TestTshark(t *testing.T) {
 				}
 				t.Errorf("frame %d (%s > %s): tshark reports a malformed packet", n, tf.src, tf.dst)
 			}
+			t.Logf("%d responses' error codes compared with tshark", codesChecked)
 			if checked == 0 && !allSkipped(b, skipConn) {
 				t.Errorf("no message was compared")
 			}
