@@ -99,6 +99,12 @@ func (c *sconn) resp(corr int32, code int, body *decode.Body) {
 	c.s.e.Event(c.id, &ev)
 }
 
+// gtsNew asks for a new telemetry ID (v0, R = ZERO, no H) and gets b.
+func (c *sconn) gtsNew(b decode.UUID) {
+	corr := c.req(gts, 0, none(), tele(zero))
+	c.resp(corr, 0, tele(b))
+}
+
 // ok sends a request answered with no error.
 func (c *sconn) ok(key, ver int16, h hdr, body *decode.Body) int32 {
 	corr := c.req(key, ver, h, body)
@@ -290,6 +296,83 @@ var cases = []struct {
 		corr = c.req(apiVersions, 3, none(), nil)
 		c.resp(corr, 42, nil) // 7: rejected valid
 	}, "broker-id-not-assigned@3 broker-id-conflict@5 broker-rejected-valid@7", false},
+	// A GetTelemetrySubscriptions exchange after a terminating push that
+	// assigns or accepts the ID again lifts telemetry-push-after-terminating
+	// (RULES.md §4), each case beside a twin that differs in one detail.
+	{"re-issued: assigned again on another connection after the terminating push", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)                           // 2,3
+		a.ok(pushT, 0, none(), push(idX, true)) // 4: terminating
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX)                            // 7,8: X again
+		b.ok(pushT, 0, none(), push(idX, false)) // 9
+	}, "", false},
+	{"re-issue twin: the exchange before the terminating push", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX) // 2,3
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX)                            // 5,6
+		a.ok(pushT, 0, none(), push(idX, true))  // 7
+		b.ok(pushT, 0, none(), push(idX, false)) // 9
+	}, "telemetry-push-after-terminating@9", false},
+	{"re-issue twin: the exchange after it gives another ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idB) // 7,8
+		c := s.open(3, "10.0.0.3:5000", "10.0.0.9:9092", false)
+		c.ok(pushT, 0, none(), push(idX, false)) // 10
+	}, "telemetry-push-after-terminating@10", false},
+	{"re-issue twin: the exchange after it is answered with an error", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(zero)) // 7
+		b.resp(corr, 89, tele(idX))               // 8: THROTTLING_QUOTA_EXCEEDED
+		b.ok(pushT, 0, none(), push(idX, false))  // 9
+	}, "telemetry-push-after-terminating@9", false},
+	{"every client of a mock cluster gets one ID, each terminates in turn", Options{}, func(s *script) {
+		for i := 1; i <= 3; i++ {
+			c := s.open(i, fmt.Sprintf("10.0.0.%d:5000", i), "10.0.0.9:9092", false) // 1, 9, 17
+			c.gtsNew(idX)                                                            // the answer: 3, 11, 19
+			c.ok(pushT, 0, none(), push(idX, false))
+			c.ok(pushT, 0, none(), push(idX, true))
+			c.close(false)
+		}
+	}, "", false},
+	{"accepted again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		corr := a.req(gts, 0, none(), tele(idX)) // accepted: B = ZERO
+		a.resp(corr, 0, tele(zero))
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr = b.req(gts, 0, none(), tele(idX)) // R ≠ ZERO: not asking for a new ID
+		b.resp(corr, 0, tele(idX))
+		b.ok(pushT, 0, none(), push(idX, false))
+	}, "", false},
+	{"accepted again after terminating: v1, by the header ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(gts, 1, with(idX), &decode.Body{}) // F
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.ok(pushT, 1, none().nullClient(), &decode.Body{})
+	}, "", false},
+	{"accepted twin: the v1 exchange is rejected", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 1, with(idX), &decode.Body{}) // 7
+		b.resp(corr, 117, nil)                           // UNKNOWN_SUBSCRIPTION_ID
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.ok(pushT, 1, none().nullClient(), &decode.Body{}) // 11
+	}, "telemetry-push-after-terminating@11", false},
 	{"join: MEMBER_ID_REQUIRED, wrong and right rejoin, old version", Options{}, func(s *script) {
 		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		corr := c.req(joinGroup, 9, none(), &decode.Body{GroupID: "g"})

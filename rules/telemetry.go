@@ -16,7 +16,8 @@ type telemetryState struct {
 	// known are the IDs a GetTelemetrySubscriptions exchange assigned or
 	// accepted, and where.
 	known bounded[decode.UUID, Frame]
-	// terminated are IDs a terminating push used, and where.
+	// terminated are IDs a terminating push used, and where, until a
+	// GetTelemetrySubscriptions exchange assigns or accepts them again.
 	terminated bounded[decode.UUID, Frame]
 }
 
@@ -125,7 +126,9 @@ func (t *telemetryState) gotFor(cs *connState, x headerID) (gotID, bool) {
 }
 
 // response applies the rules about the broker's answer to a
-// GetTelemetrySubscriptions and records the ID the client got.
+// GetTelemetrySubscriptions and records the ID the client got. An ID it
+// assigns or accepts is live again: a push for it is no longer one after a
+// terminating push (the broker re-issued it).
 func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	m := &ev.Msg
 	if m.Request.APIKey != decode.KeyGetTelemetrySubscriptions {
@@ -160,6 +163,7 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	if !got.IsReserved() {
 		at := frameOf(ev.At)
 		t.known.set(got, at)
+		t.terminated.delete(got)
 		t.got.set(connKey(cs.info.ID), gotID{got, at})
 		if req.h.carries {
 			t.got.set(headerKey(req.h.id), gotID{got, at})
