@@ -296,9 +296,8 @@ var cases = []struct {
 		corr = c.req(apiVersions, 3, none(), nil)
 		c.resp(corr, 42, nil) // 7: rejected valid
 	}, "broker-id-not-assigned@3 broker-id-conflict@5 broker-rejected-valid@7", false},
-	// A GetTelemetrySubscriptions exchange after a terminating push that
-	// assigns or accepts the ID again lifts telemetry-push-after-terminating
-	// (RULES.md §4), each case beside a twin that differs in one detail.
+	// broker-id-reissued and the terminating push it lifts (RULES.md §4),
+	// each firing case beside a twin that differs in one detail.
 	{"re-issued: assigned again on another connection after the terminating push", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)                           // 2,3
@@ -306,7 +305,7 @@ var cases = []struct {
 		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
 		b.gtsNew(idX)                            // 7,8: X again
 		b.ok(pushT, 0, none(), push(idX, false)) // 9
-	}, "", false},
+	}, "broker-id-reissued@8", false},
 	{"re-issue twin: the exchange before the terminating push", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX) // 2,3
@@ -314,7 +313,7 @@ var cases = []struct {
 		b.gtsNew(idX)                            // 5,6
 		a.ok(pushT, 0, none(), push(idX, true))  // 7
 		b.ok(pushT, 0, none(), push(idX, false)) // 9
-	}, "telemetry-push-after-terminating@9", false},
+	}, "broker-id-reissued@6 telemetry-push-after-terminating@9", false},
 	{"re-issue twin: the exchange after it gives another ID", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
@@ -341,7 +340,7 @@ var cases = []struct {
 			c.ok(pushT, 0, none(), push(idX, true))
 			c.close(false)
 		}
-	}, "", false},
+	}, "broker-id-reissued@11 broker-id-reissued@19", false},
 	{"accepted again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
@@ -373,6 +372,56 @@ var cases = []struct {
 		b.ok(metadata, 12, none().nullClient(), nil)
 		b.ok(pushT, 1, none().nullClient(), &decode.Body{}) // 11
 	}, "telemetry-push-after-terminating@11", false},
+	{"re-issue twin: the same B on the same connection only", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.gtsNew(idX) // 4: ZERO after X is the client's error; the answer is no re-issue
+	}, "telemetry-id-not-reused@4", false},
+	{"re-issue twin: R ≠ ZERO (the client sends X, the broker echoes it)", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(idX))
+		b.resp(corr, 0, tele(idX))
+	}, "", false},
+	{"re-issue twin: answered with an error code", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(zero))
+		b.resp(corr, 89, tele(idX)) // THROTTLING_QUOTA_EXCEEDED
+	}, "", false},
+	{"re-issue twin: the request carries H", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(apiVersions, 3, with(idA), nil)
+		b.ok(metadata, 12, with(idA), nil)
+		corr := b.req(gts, 0, with(idA), tele(zero)) // 9: H, R = ZERO
+		b.resp(corr, 0, tele(idX))                   // a broker that ignores H
+	}, "telemetry-body-mismatch@9", false},
+	{"re-issued: B used on another connection as a header ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(apiVersions, 3, with(idX), nil) // 2
+		a.ok(metadata, 12, with(idX), nil)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX) // 7,8
+	}, "broker-id-reissued@8", false},
+	{"re-issue twin: B is the header ID of the same client on another connection", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(offsetDel, 1, with(idX), nil)
+		a.ok(metadata, 12, none().nullClient(), nil)
+		b := s.open(2, "10.0.0.1:5001", "10.0.0.9:9092", false)
+		b.ok(offsetDel, 1, with(idX), nil)
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.gtsNew(idX) // the broker gives the client its own ID
+	}, "", false},
+	{"re-issued: B used on another connection as a telemetry ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(pushT, 0, none(), push(idX, false)) // 2: unknown
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX) // 5,6
+	}, "telemetry-push-unknown-id@2 broker-id-reissued@6", false},
 	{"join: MEMBER_ID_REQUIRED, wrong and right rejoin, old version", Options{}, func(s *script) {
 		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		corr := c.req(joinGroup, 9, none(), &decode.Body{GroupID: "g"})
@@ -554,5 +603,40 @@ func TestCapsBoundTheReport(t *testing.T) {
 	}
 	if len(res.Instances) > 4 || res.Dropped.Instances == 0 {
 		t.Errorf("instances kept %d, dropped %d", len(res.Instances), res.Dropped.Instances)
+	}
+}
+
+// TestBrokerIDReissuedEvidence: the warning is at the answer, names the ID
+// and the broker's answer, and relates the frame where the ID was first
+// seen on another connection (not an earlier one on its own) and the
+// request.
+func TestBrokerIDReissuedEvidence(t *testing.T) {
+	s := newScript(t, Options{})
+	b := s.open(1, "10.0.0.2:5000", "10.0.0.9:9092", false)
+	b.ok(pushT, 0, none(), push(idX, false)) // 2: X on b itself first
+	a := s.open(2, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	a.ok(pushT, 0, none(), push(idX, false)) // 5: X on another connection
+	c := s.open(3, "10.0.0.3:5000", "10.0.0.9:9092", false)
+	c.ok(pushT, 0, none(), push(idX, false)) // 8
+	b.gtsNew(idX)                            // 10, 11
+	res := s.done()
+	var got []Finding
+	for _, f := range res.Findings {
+		if f.Rule == BrokerIDReissued {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("findings %s", rulesOf(res, true))
+	}
+	f := got[0]
+	if f.At.Frame != 11 || f.Severity != Warning || f.ConnID != 1 || f.BrokerAnswer != "NONE" {
+		t.Errorf("finding %+v", f)
+	}
+	if len(f.Related) != 2 || f.Related[0].Frame != 5 || f.Related[1].Frame != 10 {
+		t.Errorf("related %v, want frames 5 (first seen elsewhere) and 10 (the request)", f.Related)
+	}
+	if !strings.Contains(f.Seen, idX.String()) || f.Expected == "" || !strings.HasPrefix(f.Message, "GetTelemetrySubscriptions v0") {
+		t.Errorf("evidence %q / %q / %q", f.Expected, f.Seen, f.Message)
 	}
 }
