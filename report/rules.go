@@ -9,7 +9,8 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
-// sectionTitles name RULES.md's sections that hold rules.
+// sectionTitles name the catalogue's sections that hold rules. The text
+// names the section only: users have kidscope, not the design documents.
 var sectionTitles = map[string]string{
 	"3": "header rules (KIP-1313)",
 	"4": "telemetry rules (KIP-714)",
@@ -21,9 +22,9 @@ var sectionTitles = map[string]string{
 
 func sectionText(s string) string {
 	if t, ok := sectionTitles[s]; ok {
-		return "RULES.md §" + s + ", " + t
+		return "§" + s + ", " + t
 	}
-	return "RULES.md §" + s
+	return "§" + s
 }
 
 func profileText(p string) string {
@@ -37,7 +38,7 @@ func profileText(p string) string {
 }
 
 // WriteCatalog writes the rule catalogue of `kidscope rules` as a table:
-// each rule's ID with its severity, profile and RULES.md section under it,
+// each rule's ID with its severity, profile and section under it,
 // and its one-line summary, laid out for an 80-column terminal.
 func WriteCatalog(w io.Writer, rs []rules.Rule) error {
 	idW := len("RULE")

@@ -67,10 +67,13 @@ func TestWriteRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := buf.String()
-		for _, want := range []string{r.ID + "\n", "severity  " + r.Severity.String(), "RULES.md §" + r.Section} {
+		for _, want := range []string{r.ID + "\n", "severity  " + r.Severity.String(), "section   §" + r.Section} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: no %q in\n%s", r.ID, want, out)
 			}
+		}
+		if strings.Contains(out, "RULES.md") || strings.Contains(out, "shared/spec") {
+			t.Errorf("%s: points at a design document users do not have:\n%s", r.ID, out)
 		}
 		if r.Example != "" && !strings.Contains(out, "kidscope analyze DIR/"+r.Example+".pcapng") {
 			t.Errorf("%s: no example command in\n%s", r.ID, out)

@@ -36,6 +36,7 @@ const (
 	BrokerIDNotAssigned         = "broker-id-not-assigned"
 	BrokerIDConflict            = "broker-id-conflict"
 	BrokerRejectedValid         = "broker-rejected-valid"
+	BrokerIDReissued            = "broker-id-reissued"
 
 	JoinMemberIDNotUsed            = "join-member-id-not-used"
 	JoinMemberIDRequiredOldVersion = "join-member-id-required-old-version"
@@ -88,8 +89,8 @@ var catalog = []Rule{
 	{TelemetryPushReservedID, Error, "4", "", "a PushTelemetry identifies itself by ZERO or ONE",
 		"The ID a PushTelemetry identifies itself by (v0: its body; v1: its header, or the connection's established ID) must not be reserved; the broker answers INVALID_REQUEST.",
 		"tel-push-zero"},
-	{TelemetryPushAfterTerminate, Error, "4", "", "a PushTelemetry for an instance ID after a terminating push for that ID",
-		"After a PushTelemetry with Terminating = true, no further push may use that instance ID.",
+	{TelemetryPushAfterTerminate, Error, "4", "", "a PushTelemetry for an instance ID after a terminating push for that ID, with no exchange re-issuing the ID since",
+		"After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) or accepted it (the client identified itself by it and the broker answered NONE). Pushes for the ID after such an exchange are not reported; if the broker gave the ID to another client that asked for a new one, that answer is reported as broker-id-reissued.",
 		"tel-push-after-terminating"},
 	{TelemetryIDMissing, Error, "4", "", "a v1 telemetry request with no header ID on a connection that has no ID either",
 		"Telemetry v1 bodies carry no ClientInstanceId: the header (or the connection's established ID) is all that identifies the client.",
@@ -106,6 +107,9 @@ var catalog = []Rule{
 	{BrokerRejectedValid, Warning, "4", "", "the broker answered INVALID_REQUEST to a request no rule finds wrong",
 		"A broker that rejects a request kidscope finds valid either checks something the rules do not, or is wrong.",
 		"tel-broker-rejects-valid"},
+	{BrokerIDReissued, Warning, "4", "", "a GetTelemetrySubscriptions asking for a new ID was answered with an ID already seen on another connection",
+		"A client that has no telemetry ID asks for one with GetTelemetrySubscriptions v0: body ClientInstanceId ZERO and no instance ID in the header. The broker must answer with a new ID, unique to that client. This answer (NONE) gave an ID the capture had already seen on another connection: assigned there by a broker, or used there as a header or telemetry ID (connections with the same header instance ID are one client and do not count). Two clients now share one telemetry ID; librdkafka's mock cluster, for one, gives every client the same ID. The fault is the broker's, not the clients': their pushes with the ID are not reported as pushes after another client's terminating push. Reported at the response, once per answer; related frames: where the ID was first seen on another connection, and the request.",
+		"tel-broker-reissues-id"},
 	{JoinMemberIDNotUsed, Error, "6", "", "after MEMBER_ID_REQUIRED with member ID M, the next JoinGroup for the group carries another ID",
 		"KIP-394: a JoinGroup v4+ with an empty member ID is answered MEMBER_ID_REQUIRED (79) with the assigned member ID M; the client must rejoin with M (same connection, or the same client instance on another).",
 		"grp-join-rejoin-wrong"},

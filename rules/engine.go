@@ -268,8 +268,12 @@ func (e *Engine) request(cs *connState, ev *decode.Event) {
 	r.seed = cs.seed.judge(hv, x, ev.At)
 	r.accepted = cs.accepted.judge(hv, x, h, ev.At)
 	r.old = cs.oldClient.judge(hv, x)
-	if x.carries && !cs.hasFirstID {
+	newFirst := x.carries && !cs.hasFirstID
+	if newFirst {
 		cs.firstID, cs.hasFirstID = x.id, true
+	}
+	if newFirst || x.carries && x.id != cs.firstID {
+		e.tele.headerSeen(cs, x, ev.At)
 	}
 	e.decideProfile(cs, hv, x, h)
 	r.other = e.tele.request(cs, ev, x)

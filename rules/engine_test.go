@@ -99,6 +99,12 @@ func (c *sconn) resp(corr int32, code int, body *decode.Body) {
 	c.s.e.Event(c.id, &ev)
 }
 
+// gtsNew asks for a new telemetry ID (v0, R = ZERO, no H) and gets b.
+func (c *sconn) gtsNew(b decode.UUID) {
+	corr := c.req(gts, 0, none(), tele(zero))
+	c.resp(corr, 0, tele(b))
+}
+
 // ok sends a request answered with no error.
 func (c *sconn) ok(key, ver int16, h hdr, body *decode.Body) int32 {
 	corr := c.req(key, ver, h, body)
@@ -290,6 +296,132 @@ var cases = []struct {
 		corr = c.req(apiVersions, 3, none(), nil)
 		c.resp(corr, 42, nil) // 7: rejected valid
 	}, "broker-id-not-assigned@3 broker-id-conflict@5 broker-rejected-valid@7", false},
+	// broker-id-reissued and the terminating push it lifts (RULES.md §4),
+	// each firing case beside a twin that differs in one detail.
+	{"re-issued: assigned again on another connection after the terminating push", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)                           // 2,3
+		a.ok(pushT, 0, none(), push(idX, true)) // 4: terminating
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX)                            // 7,8: X again
+		b.ok(pushT, 0, none(), push(idX, false)) // 9
+	}, "broker-id-reissued@8", false},
+	{"re-issue twin: the exchange before the terminating push", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX) // 2,3
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX)                            // 5,6
+		a.ok(pushT, 0, none(), push(idX, true))  // 7
+		b.ok(pushT, 0, none(), push(idX, false)) // 9
+	}, "broker-id-reissued@6 telemetry-push-after-terminating@9", false},
+	{"re-issue twin: the exchange after it gives another ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idB) // 7,8
+		c := s.open(3, "10.0.0.3:5000", "10.0.0.9:9092", false)
+		c.ok(pushT, 0, none(), push(idX, false)) // 10
+	}, "telemetry-push-after-terminating@10", false},
+	{"re-issue twin: the exchange after it is answered with an error", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(zero)) // 7
+		b.resp(corr, 89, tele(idX))               // 8: THROTTLING_QUOTA_EXCEEDED
+		b.ok(pushT, 0, none(), push(idX, false))  // 9
+	}, "telemetry-push-after-terminating@9", false},
+	{"every client of a mock cluster gets one ID, each terminates in turn", Options{}, func(s *script) {
+		for i := 1; i <= 3; i++ {
+			c := s.open(i, fmt.Sprintf("10.0.0.%d:5000", i), "10.0.0.9:9092", false) // 1, 9, 17
+			c.gtsNew(idX)                                                            // the answer: 3, 11, 19
+			c.ok(pushT, 0, none(), push(idX, false))
+			c.ok(pushT, 0, none(), push(idX, true))
+			c.close(false)
+		}
+	}, "broker-id-reissued@11 broker-id-reissued@19", false},
+	{"accepted again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		corr := a.req(gts, 0, none(), tele(idX)) // accepted: B = ZERO
+		a.resp(corr, 0, tele(zero))
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr = b.req(gts, 0, none(), tele(idX)) // R ≠ ZERO: not asking for a new ID
+		b.resp(corr, 0, tele(idX))
+		b.ok(pushT, 0, none(), push(idX, false))
+	}, "", false},
+	{"accepted again after terminating: v1, by the header ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(gts, 1, with(idX), &decode.Body{}) // F
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.ok(pushT, 1, none().nullClient(), &decode.Body{})
+	}, "", false},
+	{"accepted twin: the v1 exchange is rejected", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.ok(pushT, 0, none(), push(idX, true))
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 1, with(idX), &decode.Body{}) // 7
+		b.resp(corr, 117, nil)                           // UNKNOWN_SUBSCRIPTION_ID
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.ok(pushT, 1, none().nullClient(), &decode.Body{}) // 11
+	}, "telemetry-push-after-terminating@11", false},
+	{"re-issue twin: the same B on the same connection only", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		a.gtsNew(idX) // 4: ZERO after X is the client's error; the answer is no re-issue
+	}, "telemetry-id-not-reused@4", false},
+	{"re-issue twin: R ≠ ZERO (the client sends X, the broker echoes it)", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(idX))
+		b.resp(corr, 0, tele(idX))
+	}, "", false},
+	{"re-issue twin: answered with an error code", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		corr := b.req(gts, 0, none(), tele(zero))
+		b.resp(corr, 89, tele(idX)) // THROTTLING_QUOTA_EXCEEDED
+	}, "", false},
+	{"re-issue twin: the request carries H", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(apiVersions, 3, with(idA), nil)
+		b.ok(metadata, 12, with(idA), nil)
+		corr := b.req(gts, 0, with(idA), tele(zero)) // 9: H, R = ZERO
+		b.resp(corr, 0, tele(idX))                   // a broker that ignores H
+	}, "telemetry-body-mismatch@9", false},
+	{"re-issued: B used on another connection as a header ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(apiVersions, 3, with(idX), nil) // 2
+		a.ok(metadata, 12, with(idX), nil)
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX) // 7,8
+	}, "broker-id-reissued@8", false},
+	{"re-issue twin: B is the header ID of the same client on another connection", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(offsetDel, 1, with(idX), nil)
+		a.ok(metadata, 12, none().nullClient(), nil)
+		b := s.open(2, "10.0.0.1:5001", "10.0.0.9:9092", false)
+		b.ok(offsetDel, 1, with(idX), nil)
+		b.ok(metadata, 12, none().nullClient(), nil)
+		b.gtsNew(idX) // the broker gives the client its own ID
+	}, "", false},
+	{"re-issued: B used on another connection as a telemetry ID", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.ok(pushT, 0, none(), push(idX, false)) // 2: unknown
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX) // 5,6
+	}, "telemetry-push-unknown-id@2 broker-id-reissued@6", false},
 	{"join: MEMBER_ID_REQUIRED, wrong and right rejoin, old version", Options{}, func(s *script) {
 		c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		corr := c.req(joinGroup, 9, none(), &decode.Body{GroupID: "g"})
@@ -471,5 +603,40 @@ func TestCapsBoundTheReport(t *testing.T) {
 	}
 	if len(res.Instances) > 4 || res.Dropped.Instances == 0 {
 		t.Errorf("instances kept %d, dropped %d", len(res.Instances), res.Dropped.Instances)
+	}
+}
+
+// TestBrokerIDReissuedEvidence: the warning is at the answer, names the ID
+// and the broker's answer, and relates the frame where the ID was first
+// seen on another connection (not an earlier one on its own) and the
+// request.
+func TestBrokerIDReissuedEvidence(t *testing.T) {
+	s := newScript(t, Options{})
+	b := s.open(1, "10.0.0.2:5000", "10.0.0.9:9092", false)
+	b.ok(pushT, 0, none(), push(idX, false)) // 2: X on b itself first
+	a := s.open(2, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	a.ok(pushT, 0, none(), push(idX, false)) // 5: X on another connection
+	c := s.open(3, "10.0.0.3:5000", "10.0.0.9:9092", false)
+	c.ok(pushT, 0, none(), push(idX, false)) // 8
+	b.gtsNew(idX)                            // 10, 11
+	res := s.done()
+	var got []Finding
+	for _, f := range res.Findings {
+		if f.Rule == BrokerIDReissued {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("findings %s", rulesOf(res, true))
+	}
+	f := got[0]
+	if f.At.Frame != 11 || f.Severity != Warning || f.ConnID != 1 || f.BrokerAnswer != "NONE" {
+		t.Errorf("finding %+v", f)
+	}
+	if len(f.Related) != 2 || f.Related[0].Frame != 5 || f.Related[1].Frame != 10 {
+		t.Errorf("related %v, want frames 5 (first seen elsewhere) and 10 (the request)", f.Related)
+	}
+	if !strings.Contains(f.Seen, idX.String()) || f.Expected == "" || !strings.HasPrefix(f.Message, "GetTelemetrySubscriptions v0") {
+		t.Errorf("evidence %q / %q / %q", f.Expected, f.Seen, f.Message)
 	}
 }

@@ -16,8 +16,47 @@ type telemetryState struct {
 	// known are the IDs a GetTelemetrySubscriptions exchange assigned or
 	// accepted, and where.
 	known bounded[decode.UUID, Frame]
-	// terminated are IDs a terminating push used, and where.
+	// terminated are IDs a terminating push used, and where, until a
+	// GetTelemetrySubscriptions exchange assigns or accepts them again.
 	terminated bounded[decode.UUID, Frame]
+	// seen is where each ID was first used as a header or telemetry ID or
+	// assigned by a broker, for broker-id-reissued.
+	seen bounded[decode.UUID, sightings]
+}
+
+// sighting is one place an ID was used or assigned: the frame, the
+// connection, and the client instance ID that connection goes by (its
+// header ID), which links connections of one client.
+type sighting struct {
+	at      Frame
+	conn    int
+	inst    decode.UUID
+	hasInst bool
+}
+
+// sameClient reports whether two sightings come from one client instance:
+// the same connection, or connections with the same header ID.
+func sameClient(a, b sighting) bool {
+	return a.conn == b.conn || a.hasInst && b.hasInst && a.inst == b.inst
+}
+
+// sightings are the first sighting of an ID and the first one from another
+// client instance than that.
+type sightings struct {
+	first, other sighting
+	hasOther     bool
+}
+
+// elsewhere returns the frame where the ID was first seen from another
+// client instance than q.
+func (s sightings) elsewhere(q sighting) (Frame, bool) {
+	if !sameClient(s.first, q) {
+		return s.first.at, true
+	}
+	if s.hasOther && !sameClient(s.other, q) {
+		return s.other.at, true
+	}
+	return Frame{}, false
 }
 
 type gotID struct {
@@ -36,7 +75,7 @@ type teleRequest struct {
 
 func newTelemetryState() telemetryState {
 	return telemetryState{got: newBounded[string, gotID](), known: newBounded[decode.UUID, Frame](),
-		terminated: newBounded[decode.UUID, Frame]()}
+		terminated: newBounded[decode.UUID, Frame](), seen: newBounded[decode.UUID, sightings]()}
 }
 
 func connKey(id int) string            { return "c:" + strconv.Itoa(id) }
@@ -58,6 +97,46 @@ func identity(cs *connState, ev *decode.Event, x headerID) (decode.UUID, bool) {
 	return cs.firstID, cs.hasFirstID
 }
 
+// instanceOf is the client instance ID a request's connection goes by: the
+// request's header ID, else the connection's first one.
+func instanceOf(cs *connState, x headerID) (decode.UUID, bool) {
+	if x.carries {
+		return x.id, true
+	}
+	return cs.firstID, cs.hasFirstID
+}
+
+// sightingOf is a sighting at frame at on connection cs.
+func sightingOf(cs *connState, x headerID, at Frame) sighting {
+	inst, has := instanceOf(cs, x)
+	return sighting{at: at, conn: cs.info.ID, inst: inst, hasInst: has}
+}
+
+// sight records that id was used or assigned at s. Reserved IDs are no
+// one's.
+func (t *telemetryState) sight(id decode.UUID, s sighting) {
+	if id.IsReserved() {
+		return
+	}
+	v, ok := t.seen.get(id)
+	switch {
+	case !ok:
+		t.seen.set(id, sightings{first: s})
+	case !v.hasOther && !sameClient(v.first, s):
+		v.other, v.hasOther = s, true
+		t.seen.set(id, v)
+	}
+}
+
+// headerSeen records a request's header ID as used. The engine calls it
+// for the request that set the connection's first ID and for requests
+// carrying another one, so that a connection costs one look-up.
+func (t *telemetryState) headerSeen(cs *connState, x headerID, at decode.Where) {
+	if x.carries {
+		t.sight(x.id, sighting{at: frameOf(at), conn: cs.info.ID, inst: x.id, hasInst: true})
+	}
+}
+
 // request applies the telemetry rules to a GetTelemetrySubscriptions or
 // PushTelemetry request and returns the findings that apply, in no order.
 func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []cand {
@@ -71,6 +150,9 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 	}
 	at := frameOf(ev.At)
 	ident, hasIdent := identity(cs, ev, x)
+	if hasIdent {
+		t.sight(ident, sightingOf(cs, x, at))
+	}
 	var out []cand
 	if h.APIVersion == 0 && x.carries && m.Body.InstanceID != x.id {
 		out = append(out, cand{rule: TelemetryBodyMismatch, expected: "body ID " + x.id.String() + " (the header's)",
@@ -114,18 +196,16 @@ func (t *telemetryState) gotFor(cs *connState, x headerID) (gotID, bool) {
 	if g, ok := t.got.get(connKey(cs.info.ID)); ok {
 		return g, true
 	}
-	id, has := x.id, x.carries
-	if !has {
-		id, has = cs.firstID, cs.hasFirstID
-	}
-	if has {
+	if id, has := instanceOf(cs, x); has {
 		return t.got.get(headerKey(id))
 	}
 	return gotID{}, false
 }
 
 // response applies the rules about the broker's answer to a
-// GetTelemetrySubscriptions and records the ID the client got.
+// GetTelemetrySubscriptions and records the ID the client got. An ID it
+// assigns or accepts is live again: a push for it is no longer one after a
+// terminating push (the broker re-issued it).
 func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	m := &ev.Msg
 	if m.Request.APIKey != decode.KeyGetTelemetrySubscriptions {
@@ -147,6 +227,16 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 		case !r.IsZero() && !b.IsZero() && b != r:
 			out = append(out, cand{rule: BrokerIDConflict, expected: r.String() + " (echoed) or ZERO", seen: b.String(),
 				related: []Frame{req.at}})
+		case r.IsZero() && !req.h.carries && !b.IsReserved():
+			if v, ok := t.seen.get(b); ok {
+				if first, ok := v.elsewhere(sightingOf(cs, req.h, frameOf(ev.At))); ok {
+					out = append(out, cand{rule: BrokerIDReissued, expected: "a new client instance ID",
+						seen: b.String() + " (already seen on another connection)", related: []Frame{first, req.at}})
+				}
+			}
+		}
+		if !b.IsZero() {
+			t.sight(b, sightingOf(cs, req.h, frameOf(ev.At)))
 		}
 		switch {
 		case !b.IsZero():
@@ -160,6 +250,7 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 	if !got.IsReserved() {
 		at := frameOf(ev.At)
 		t.known.set(got, at)
+		t.terminated.delete(got)
 		t.got.set(connKey(cs.info.ID), gotID{got, at})
 		if req.h.carries {
 			t.got.set(headerKey(req.h.id), gotID{got, at})

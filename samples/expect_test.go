@@ -22,7 +22,7 @@ import (
 
 // answerRules are the rules about a broker's answer: at the response.
 var answerRules = map[string]bool{
-	"broker-id-not-assigned": true, "broker-id-conflict": true, "broker-rejected-valid": true,
+	"broker-id-not-assigned": true, "broker-id-conflict": true, "broker-rejected-valid": true, "broker-id-reissued": true,
 	"join-member-id-required-old-version": true,
 }
 

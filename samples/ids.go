@@ -63,6 +63,12 @@ func (s Step) label(l string) Step {
 	return s
 }
 
+// respLabel names the response.
+func (s Step) respLabel(l string) Step {
+	s.Resps[0].Label = l
+	return s
+}
+
 // respFind expects rule at the response.
 func (s Step) respFind(rule string, related ...string) Step {
 	r := s.Resps[0]

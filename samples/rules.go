@@ -27,6 +27,7 @@ var Rules = []Rule{
 	{"broker-id-not-assigned", "error", 4},
 	{"broker-id-conflict", "warning", 4},
 	{"broker-rejected-valid", "warning", 4},
+	{"broker-id-reissued", "warning", 4},
 
 	{"join-member-id-not-used", "error", 6},
 	{"join-member-id-required-old-version", "warning", 6},

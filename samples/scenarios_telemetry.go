@@ -16,6 +16,36 @@ func telemetryClient(cli string, x [16]byte, pushes ...Step) []Conn {
 	return []Conn{{Client: ep(cli), Broker: broker1, ClientID: "orders-producer", Steps: append(steps, pushes...)}}
 }
 
+// reissueClients are three old clients of broker3, one after the other,
+// each asking for a new telemetry ID (R = ZERO, no H) and getting ids[i]:
+// the first pushes and then pushes with Terminating = true as it closes;
+// the others push after it. The first answer is labelled "assigned";
+// reissued is the rule expected at the later answers, if any.
+func reissueClients(ids [3][16]byte, reissued string) []Conn {
+	hosts := []struct{ client, clientID, topic string }{
+		{"10.0.1.54:40112", "orders-producer", "orders"},
+		{"10.0.1.55:52780", "billing-producer", "billing"},
+		{"10.0.1.56:35514", "audit-consumer", "audit"},
+	}
+	var conns []Conn
+	for i, h := range hosts {
+		gts := gtsV0(NoTag, ZERO, ids[i])
+		switch {
+		case i == 0:
+			gts = gts.respLabel("assigned")
+		case reissued != "":
+			gts = gts.respFind(reissued, "assigned")
+		}
+		steps := []Step{apiVersions(NoTag), metadata(NoTag, h.topic), gts,
+			pushV0(NoTag, ids[i], false, 1, errNone).after(30 * second)}
+		if i == 0 {
+			steps = append(steps, pushV0(NoTag, ids[i], true, 2, errNone).after(4*second))
+		}
+		conns = append(conns, Conn{Client: ep(h.client), Broker: broker3, ClientID: h.clientID, Steps: steps})
+	}
+	return conns
+}
+
 func telemetryScenarios() []Scenario {
 	x, y := uid(301), uid(302)
 	tx := uid(303)
@@ -25,6 +55,7 @@ func telemetryScenarios() []Scenario {
 	s := uid(310)
 	t, kt := uid(311), uid(312)
 	u, v, xm := uid(313), uid(314), uid(315)
+	r1, r2, r3 := uid(316), uid(317), uid(318)
 
 	return []Scenario{
 		{
@@ -140,6 +171,22 @@ func telemetryScenarios() []Scenario {
 				metadata(Tag(s), "orders"),
 				gtsV0Err(Tag(s), s, errInvalidRequest).respFind("broker-rejected-valid"),
 			}}},
+		},
+		{
+			Name: "tel-broker-reissues-id",
+			Description: "a broker that gives every client the same telemetry ID (as librdkafka's mock cluster does): three clients, one after the other, " +
+				"ask for a new ID (R = ZERO, no H) and get the same B; the first pushes with Terminating = true as it closes, the others push with B after it " +
+				"(the broker re-issued B: a warning at each later answer, no push after terminating)",
+			Format: netsim.PcapNG, Seed: 312,
+			Brokers: []Broker{{broker3, Unknown}},
+			Conns:   reissueClients([3][16]byte{r1, r1, r1}, "broker-id-reissued"),
+		},
+		{
+			Name:        "tel-broker-reissues-id-clean",
+			Description: "the same three clients, each given its own telemetry ID; the first pushes with Terminating = true as it closes, the others push after it",
+			Format:      netsim.PcapNG, Seed: 313,
+			Brokers: []Broker{{broker3, Unknown}},
+			Conns:   reissueClients([3][16]byte{r1, r2, r3}, ""),
 		},
 		{
 			Name:        "tel-push-body-mismatch",

@@ -134,7 +134,7 @@ func newAnalyzeCmd() *cobra.Command {
 	var rf ruleFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
-		Short: "Check the rules of RULES.md on captures and print the report",
+		Short: "Check captures against kidscope's rules and print the report",
 		Long: `analyze reads pcap and pcapng files (gzip too; "-" is standard input), decodes every
 Kafka connection and reports, per connection, violations of the client-instance-ID
 rules (KIP-1313), telemetry ID mismatches (KIP-714) and group member-ID mistakes

@@ -13,7 +13,7 @@ func newRulesCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "rules [ID]",
 		Short: "List the rules kidscope checks, or print one rule's full text",
-		Long: `rules lists the rule catalogue of RULES.md: each rule's ID (what findings, --rule and
+		Long: `rules lists the rule catalogue: each rule's ID (what findings, --rule and
 --skip-rule use), severity, KIP-1313 profile, section and a one-line summary.
 With an ID it prints the rule's full text and the sample scenario that shows it.`,
 		Args: cobra.MaximumNArgs(1),
