@@ -306,14 +306,29 @@ var cases = []struct {
 		b.gtsNew(idX)                            // 7,8: X again
 		b.ok(pushT, 0, none(), push(idX, false)) // 9
 	}, "broker-id-reissued@8", false},
-	{"re-issue twin: the exchange before the terminating push", Options{}, func(s *script) {
+	{"re-issued to clients running at once: one's terminating push ends only its own use", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX) // 2,3
 		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
 		b.gtsNew(idX)                            // 5,6
 		a.ok(pushT, 0, none(), push(idX, true))  // 7
 		b.ok(pushT, 0, none(), push(idX, false)) // 9
+	}, "broker-id-reissued@6", false},
+	{"re-issue twin: the client that terminated pushes again", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX) // 2,3
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.gtsNew(idX)                            // 5,6
+		a.ok(pushT, 0, none(), push(idX, true))  // 7
+		a.ok(pushT, 0, none(), push(idX, false)) // 9
 	}, "broker-id-reissued@6 telemetry-push-after-terminating@9", false},
+	{"re-issue twin: no re-issue, a second connection pushes after the terminating push", Options{}, func(s *script) {
+		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+		a.gtsNew(idX)                           // 2,3
+		a.ok(pushT, 0, none(), push(idX, true)) // 4
+		b := s.open(2, "10.0.0.2:5000", "10.0.0.9:9092", false)
+		b.ok(pushT, 0, none(), push(idX, false)) // 7
+	}, "telemetry-push-after-terminating@7", false},
 	{"re-issue twin: the exchange after it gives another ID", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)

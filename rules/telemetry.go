@@ -18,7 +18,11 @@ type telemetryState struct {
 	known bounded[decode.UUID, Frame]
 	// terminated are IDs a terminating push used, and where, until a
 	// GetTelemetrySubscriptions exchange assigns or accepts them again.
-	terminated bounded[decode.UUID, Frame]
+	terminated bounded[decode.UUID, sighting]
+	// reissued are IDs a broker assigned to more than one client
+	// (broker-id-reissued): one client's terminating push then ends only
+	// its own use of the ID.
+	reissued bounded[decode.UUID, Frame]
 	// seen is where each ID was first used as a header or telemetry ID or
 	// assigned by a broker, for broker-id-reissued.
 	seen bounded[decode.UUID, sightings]
@@ -75,7 +79,8 @@ type teleRequest struct {
 
 func newTelemetryState() telemetryState {
 	return telemetryState{got: newBounded[string, gotID](), known: newBounded[decode.UUID, Frame](),
-		terminated: newBounded[decode.UUID, Frame](), seen: newBounded[decode.UUID, sightings]()}
+		terminated: newBounded[decode.UUID, sighting](), reissued: newBounded[decode.UUID, Frame](),
+		seen: newBounded[decode.UUID, sightings]()}
 }
 
 func connKey(id int) string            { return "c:" + strconv.Itoa(id) }
@@ -128,6 +133,16 @@ func (t *telemetryState) sight(id decode.UUID, s sighting) {
 	}
 }
 
+// endedFor reports whether the terminating push term ended the use of id
+// by the client that pushes at q: always, unless a broker handed id to
+// several clients (broker-id-reissued) and term came from another one.
+func (t *telemetryState) endedFor(id decode.UUID, term, q sighting) bool {
+	if _, shared := t.reissued.get(id); shared {
+		return sameClient(term, q)
+	}
+	return true
+}
+
 // headerSeen records a request's header ID as used. The engine calls it
 // for the request that set the connection's first ID and for requests
 // carrying another one, so that a connection costs one look-up.
@@ -168,9 +183,9 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 		if ident.IsReserved() {
 			out = append(out, cand{rule: TelemetryPushReservedID, expected: "a non-reserved ID", seen: zeroOrText(ident)})
 		} else {
-			if f, ok := t.terminated.get(ident); ok {
+			if f, ok := t.terminated.get(ident); ok && t.endedFor(ident, f, sightingOf(cs, x, at)) {
 				out = append(out, cand{rule: TelemetryPushAfterTerminate, expected: "no push after the terminating one",
-					seen: "push for " + ident.String(), related: []Frame{f}})
+					seen: "push for " + ident.String(), related: []Frame{f.at}})
 			}
 			if _, ok := t.known.get(ident); !ok {
 				out = append(out, cand{rule: TelemetryPushUnknownID, expected: "an ID a GetTelemetrySubscriptions exchange produced",
@@ -178,7 +193,7 @@ func (t *telemetryState) request(cs *connState, ev *decode.Event, x headerID) []
 			}
 			if m.Body.Terminating {
 				if _, ok := t.terminated.get(ident); !ok {
-					t.terminated.set(ident, at)
+					t.terminated.set(ident, sightingOf(cs, x, at))
 				}
 			}
 		}
@@ -232,6 +247,7 @@ func (t *telemetryState) response(cs *connState, ev *decode.Event) []cand {
 				if first, ok := v.elsewhere(sightingOf(cs, req.h, frameOf(ev.At))); ok {
 					out = append(out, cand{rule: BrokerIDReissued, expected: "a new client instance ID",
 						seen: b.String() + " (already seen on another connection)", related: []Frame{first, req.at}})
+					t.reissued.set(b, frameOf(ev.At))
 				}
 			}
 		}
