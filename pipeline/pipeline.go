@@ -109,13 +109,16 @@ type Summary struct {
 	Responses   int64
 	Unmatched   int64
 	Unanswered  int64
-	Gaps        int64
-	Resyncs     int64
-	Malformed   int64
-	UnknownAPI  int64
-	SASLTokens  int64
-	NotKafka    int64
-	Truncated   int64 // streams that ended inside a frame
+	// NoResponse counts the requests no broker answers (Produce with
+	// acks = 0): not unanswered.
+	NoResponse int64
+	Gaps       int64
+	Resyncs    int64
+	Malformed  int64
+	UnknownAPI int64
+	SASLTokens int64
+	NotKafka   int64
+	Truncated  int64 // streams that ended inside a frame
 	// Problems are input errors that did not stop the run (a truncated
 	// file): one line each, naming the file.
 	Problems []error
@@ -397,6 +400,7 @@ func (d *deliverer) closed(c *Conn, end End) {
 	s.Responses += n.Responses
 	s.Unmatched += n.Unmatched
 	s.Unanswered += n.Unanswered
+	s.NoResponse += n.NoResponse
 	s.Resyncs += n.Resyncs
 	s.Malformed += n.Malformed
 	s.UnknownAPI += n.UnknownAPI

@@ -55,6 +55,7 @@ type summaryJSON struct {
 	CutPackets         int64   `json:"cut_packets"`
 	NotKafka           int64   `json:"not_kafka"`
 	Unanswered         int64   `json:"unanswered"`
+	NoResponseExpected int64   `json:"no_response_expected"`
 	Unmatched          int64   `json:"unmatched"`
 	UnknownAPI         int64   `json:"unknown_api"`
 	TruncatedStreams   int64   `json:"truncated_streams"`
@@ -324,7 +325,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		FindingsBySeverity: countSeverities(a.Result.Findings),
 		First:              timeText(first), Last: timeText(last),
 		Gaps: s.Gaps, Resyncs: s.Resyncs, Malformed: s.Malformed, MalformedPackets: s.Capture.Malformed,
-		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, Unmatched: s.Unmatched,
+		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, NoResponseExpected: s.NoResponse, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
 		KernelDrops: s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
 		DroppedConnections: a.Result.Dropped.Connections, DroppedFindings: a.Result.Dropped.Findings,

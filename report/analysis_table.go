@@ -260,7 +260,11 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	add("packets", plain(strconv.FormatInt(s.Capture.Packets, 10)))
 	add("bytes", plain(fmt.Sprintf("%d (%s)", s.Capture.Bytes, humanBytes(s.Capture.Bytes))))
 	add("connections", plain(strconv.FormatInt(s.Connections, 10)))
-	add("Kafka", plain(plural(s.Requests, "request", "requests")+", "+plural(s.Responses, "response", "responses")))
+	kafka := plural(s.Requests, "request", "requests")
+	if s.NoResponse > 0 {
+		kafka += " (" + strconv.FormatInt(s.NoResponse, 10) + " with acks = 0, which no broker answers)"
+	}
+	add("Kafka", plain(kafka+", "+plural(s.Responses, "response", "responses")))
 
 	problems := []string{
 		plural(s.Gaps, "gap", "gaps"), plural(s.Resyncs, "resync", "resyncs"),
