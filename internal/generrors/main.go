@@ -248,7 +248,7 @@ func offsetOf(b []byte, marker int) int {
 	var m [2]byte
 	binary.BigEndian.PutUint16(m[:], uint16(marker))
 	i := bytes.Index(b, m[:])
-	if i < 0 || bytes.Index(b[i+1:], m[:]) >= 0 {
+	if i < 0 || bytes.Contains(b[i+1:], m[:]) {
 		return -1
 	}
 	return i
