@@ -275,7 +275,11 @@ type framer struct {
 	kind    EventKind
 	msg     *Message // the frame in progress (nil between frames: thousands of connections)
 	answer  bool     // the response in progress is decoded in full for its error codes
-	lastAt  Where
+	// needed: its codes were asked for (a watched request, AllAnswers), so
+	// a body that does not decode is malformed; a small answer decoded
+	// only because it is cheap keeps its top-level code silently.
+	needed bool
+	lastAt Where
 
 	// lostState is there only while the side is lost: most of 100,000
 	// connections never are, and need not carry it.
@@ -322,7 +326,7 @@ func (f *framer) resetFrame() {
 	// and a new one per frame costs one small allocation.
 	f.buf = nil
 	f.msg = nil
-	f.answer = false
+	f.answer, f.needed = false, false
 }
 
 // appendScan keeps data while lost, dropping the oldest bytes over max.
@@ -585,8 +589,8 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 		// A small answer costs little to decode whole, and an answer that
 		// rejects a request is small (no records, codes alone): reading
 		// them all lets broker-rejected-valid see every rejection.
-		f.answer = p.h.Known && (p.answer || c.opt.AllAnswers ||
-			f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion))
+		f.needed = p.h.Known && (p.answer || c.opt.AllAnswers)
+		f.answer = f.needed || p.h.Known && f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion)
 		hv := 0
 		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
 			hv = api.ResponseHeaderVersion(p.h.APIVersion)
@@ -704,7 +708,7 @@ func (c *Conn) completeResponse(f *framer, w Where) {
 		case whole && f.answer:
 			if a, err := ReadAnswer(key, m.Request.APIVersion, f.buf[hn:]); err == nil {
 				m.Answer = a
-			} else if topAt(key, m.Request.APIVersion) != topUnreadable {
+			} else if f.needed && topAt(key, m.Request.APIVersion) != topUnreadable {
 				// A body kmsg cannot read (a short or newer layout) keeps
 				// the top-level code its first bytes hold.
 				m.BodyErr = err
