@@ -27,7 +27,17 @@ import (
 func main() {
 	out := flag.String("o", "testdata/real", "directory to write the capture files into")
 	iface := flag.String("i", "lo", "interface to capture (the loopback interface)")
+	table := flag.String("table", "", "capture nothing: print the Markdown tables of testdata/real/README.md from the sidecars in this directory")
 	flag.Parse()
+	if *table != "" {
+		s, err := realcapture.Tables(*table)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "realtraffic:", err)
+			os.Exit(1)
+		}
+		fmt.Print(s)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := run(ctx, *iface, *out, os.Stdout); err != nil {
