@@ -49,7 +49,7 @@ func listPackets(t *testing.T, r *Reader) string {
 // Readers list the same packets, counters and problems.
 func TestPcapRecordsMatchPcapgo(t *testing.T) {
 	var inputs [][]byte
-	for _, name := range []string{"admin.pcap", "group-classic.pcap"} {
+	for _, name := range []string{"kgo-admin-kfake.pcap", "kgo-consumer-classic-kfake.pcap"} {
 		b, err := os.ReadFile(filepath.Join("..", "testdata", "real", name))
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func listRecords(r packetSource, taken func() int) string {
 
 // TestPcapRecordsBytesRead checks the progress counter ends at the file size.
 func TestPcapRecordsBytesRead(t *testing.T) {
-	path := filepath.Join("..", "testdata", "real", "admin.pcap")
+	path := filepath.Join("..", "testdata", "real", "kgo-admin-kfake.pcap")
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

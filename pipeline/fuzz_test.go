@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,12 +36,32 @@ func (s *countingSink) Closed(*Conn) { s.closed++ }
 // buffer cap within reach: workers share the caps, and would reach them at
 // other points).
 func FuzzPipeline(f *testing.F) {
-	if real, err := os.ReadFile("../testdata/real/producer.pcap"); err == nil {
+	// 39092-39094 are the broker ports of the real captures the corpus
+	// was first seeded from; the seed now is a capture whose ports are in
+	// its sidecar.
+	specs := []string{"39092-39094", "9092"}
+	if real, err := os.ReadFile("../testdata/real/kgo-producer-kfake.pcap"); err == nil {
 		f.Add(real[:min(len(real), 6000)])
+		var meta struct {
+			Ports []uint16 `json:"ports"`
+		}
+		b, err := os.ReadFile("../testdata/real/kgo-producer-kfake.meta.json")
+		if err == nil {
+			err = json.Unmarshal(b, &meta)
+		}
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range meta.Ports {
+			specs = append(specs, strconv.Itoa(int(p)))
+		}
+	}
+	ports, err := reassembly.ParsePorts(specs)
+	if err != nil {
+		f.Fatal(err)
 	}
 	f.Add([]byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ports, _ := reassembly.ParsePorts([]string{"39092-39094", "9092"})
 		opt := Options{Files: []string{"-"}, Stdin: bytes.NewReader(b),
 			Reassembly: reassembly.Options{Ports: ports, MaxPagesTotal: 256, MaxPagesPerConnection: 64},
 			Decode:     decode.Options{MaxScan: 8192}}

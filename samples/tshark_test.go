@@ -10,35 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kidscope/kidscope/internal/wireshark"
 )
-
-// tsharkMax is the highest version of each API key that Wireshark 4.0's
-// Kafka dissector decodes (from its "Unsupported … version. Supports v0-N"
-// notes). Keys 48 and up it does not know at all. A body of a newer
-// version, or of an unknown key, is "malformed" to it; nothing else may be.
-var tsharkMax = map[int16]int16{
-	0: 8, 1: 11, 2: 5, 3: 9, 8: 8, 9: 7, 10: 3, 11: 7, 13: 4, 15: 5, 16: 3, 18: 3, 19: 5, 20: 4, 21: 1,
-	22: 3, 23: 3, 24: 1, 25: 1, 26: 1, 27: 0, 28: 3, 29: 2, 30: 2, 31: 2, 32: 2, 33: 1, 34: 1, 35: 1,
-	37: 2, 38: 2, 41: 2, 42: 2, 45: 0, 47: 0,
-}
-
-// tsharkReads reports whether Wireshark 4.0 can dissect this API version.
-func tsharkReads(key, version int16) bool {
-	if key >= 48 {
-		return false
-	}
-	// Wireshark 4.0.17 misreads the group protocols of every non-flexible
-	// JoinGroup (v0-v5), whatever the metadata holds: "Protocol Metadata:
-	// <MISSING>", then "Dissected message does not end at the pdu length
-	// offset". The bytes follow the schema and kmsg reads them back.
-	if key == 11 && version <= 5 {
-		return false
-	}
-	if max, ok := tsharkMax[key]; ok {
-		return version <= max
-	}
-	return true
-}
 
 // tsharkPDU is one Kafka PDU tshark found.
 type tsharkPDU struct {
@@ -117,7 +91,7 @@ func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tshar
 // TestTshark has Wireshark read every scenario: every scripted request
 // must show at its frame with the same API key, version, correlation ID
 // and ClientId, every response with its correlation ID, and no frame may
-// be malformed except for bodies Wireshark 4.0 cannot dissect (tsharkMax)
+// be malformed except for bodies Wireshark 4.0 cannot dissect (wireshark.Reads)
 // and for what tshark is known not to follow: connections with a
 // mid-stream start or a lost segment, and bytes that are not Kafka (TLS,
 // SASL v0 tokens, which tshark takes for requests).
@@ -150,7 +124,7 @@ func TestTshark(t *testing.T) {
 					continue
 				}
 				byFrame[m.Frame] = append(byFrame[m.Frame], m)
-				if !tsharkReads(m.Key, m.Version) {
+				if !wireshark.Reads(m.Key, m.Version) {
 					allowed[m.Frame] = fmt.Sprintf("%s v%d", apiName(m.Key), m.Version)
 				}
 			}

@@ -159,31 +159,6 @@ func sameSet(t *testing.T, what string, want, have []string) {
 	}
 }
 
-// TestAnalyzeRealTrafficIsClean: real clients (kgo, kadm against kfake)
-// are the false-positive check: no error or warning finding.
-func TestAnalyzeRealTrafficIsClean(t *testing.T) {
-	files, _ := filepath.Glob("../../testdata/real/*.pcap")
-	if len(files) == 0 {
-		t.Fatal("no captures under testdata/real")
-	}
-	for _, f := range files {
-		out, stderr, code := runKidscope(t, "analyze", "-o", "json", "--min-severity", "warning", "-p", "39092-39094", f)
-		if code != 0 {
-			t.Errorf("%s: exit %d: %s", f, code, stderr)
-		}
-		var got analysis
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for _, x := range got.Findings {
-			t.Errorf("%s: %s at frame %d", filepath.Base(f), x.Rule, x.Frame)
-		}
-		if len(got.Connections) == 0 {
-			t.Errorf("%s: no connection reported", f)
-		}
-	}
-}
-
 // TestAnalyzeExitCodesAndFilters checks --fail-on, --rule, --skip-rule,
 // --min-severity, the resource flags and bad usage.
 func TestAnalyzeExitCodesAndFilters(t *testing.T) {

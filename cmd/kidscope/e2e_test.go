@@ -170,14 +170,8 @@ func keys(ms []message) []string {
 	return out
 }
 
-// compareWithTshark requires kidscope to list every message tshark lists,
-// with the same fields, and (when exact) nothing more.
-func compareWithTshark(t *testing.T, file, ports string, tsharkPorts []string, exact bool) {
-	t.Helper()
-	compareMessages(t, file, kidscopeMessages(t, file, ports), tsharkMessages(t, file, tsharkPorts), exact)
-}
-
-// compareMessages is compareWithTshark on lists already read.
+// compareMessages requires kidscope's messages to include every message
+// tshark lists, with the same fields, and (when exact) nothing more.
 func compareMessages(t *testing.T, file string, ourMsgs, theirMsgs []message, exact bool) {
 	t.Helper()
 	ours, theirs := keys(ourMsgs), keys(theirMsgs)
@@ -226,17 +220,6 @@ func needTshark(t *testing.T) {
 	}
 }
 
-// TestFramesAgreeWithTsharkOnRealTraffic compares `frames` with tshark on
-// the captures of real kgo/kadm traffic against kfake.
-func TestFramesAgreeWithTsharkOnRealTraffic(t *testing.T) {
-	needTshark(t)
-	files, _ := filepath.Glob("../../testdata/real/*.pcap")
-	if len(files) == 0 {
-		t.Fatal("no captures under testdata/real")
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			compareWithTshark(t, f, "39092-39094", []string{"39092", "39093", "39094"}, true)
-		})
-	}
-}
+// The real-client captures under testdata/real are compared with tshark,
+// and their analysis with their expectations, by TestRealCaptures in
+// internal/realtraffic (their broker ports are in their sidecars).

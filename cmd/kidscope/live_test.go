@@ -40,6 +40,68 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// lockedBuffer is a strings.Builder safe to write from the process's
+// copier while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLive starts `kidscope live ARGS --metrics-addr 127.0.0.1:P` and
+// waits until its metrics endpoint answers. P is a port the kernel gave
+// freePort, which another process may take before live binds it: then live
+// exits saying the address is in use, and it is started again with another
+// port (at most five times).
+func startLive(t *testing.T, args ...string) (*exec.Cmd, io.ReadCloser, *lockedBuffer, string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		mport := freePort(t)
+		cmd := exec.Command(binary, append(append([]string{"live"}, args...), "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport))...)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := &lockedBuffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			resp, err := http.Get(metricsURL)
+			if err == nil {
+				resp.Body.Close()
+				return cmd, stdout, stderr, metricsURL
+			}
+			if strings.Contains(stderr.String(), "address already in use") && attempt < 5 {
+				t.Logf("metrics port %d was taken before live bound it: again with another", mport)
+				_ = cmd.Process.Kill()
+				_, _ = io.Copy(io.Discard, stdout)
+				_ = cmd.Wait()
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("live did not start: %v; stderr %s", err, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // fakeBroker answers every request with an empty response of its API: a
 // peer for a crafted client, since kfake answers only what kgo sends.
 func fakeBroker(t *testing.T) int {
@@ -117,13 +179,8 @@ func violatingClient(t *testing.T, port int) {
 }
 
 // realClient produces and consumes with kgo against kfake.
-func realClient(t *testing.T, ports []int) {
+func realClient(t *testing.T, cluster *kfake.Cluster) {
 	t.Helper()
-	cluster, err := kfake.NewCluster(kfake.Ports(ports[0], ports[1], ports[2]), kfake.SeedTopics(1, "live-test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ClientID("live-test"),
 		kgo.ConsumeTopics("live-test"), kgo.DefaultProduceTopic("live-test"))
 	if err != nil {
@@ -168,22 +225,25 @@ func TestLiveOnLoopback(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("live capture needs root (or CAP_NET_RAW); CI runs as root")
 	}
-	kports := []int{freePort(t), freePort(t), freePort(t)}
-	fport := fakeBroker(t)
-	mport := freePort(t)
-	portList := fmt.Sprintf("%d,%d,%d,%d", kports[0], kports[1], kports[2], fport)
-	written := filepath.Join(t.TempDir(), "live.pcapng")
-	cmd := exec.Command(binary, "live", "-i", "lo", "-p", portList, "--write", written, "-o", "ndjson",
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", mport), "--duration", "60s")
-	stdout, err := cmd.StdoutPipe()
+	// The brokers listen on ports the kernel gives them before live starts
+	// (live needs their ports); clients connect only once live runs.
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(1, "live-test"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	defer cluster.Close()
+	var kports []string
+	for _, a := range cluster.ListenAddrs() {
+		_, p, err := net.SplitHostPort(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kports = append(kports, p)
 	}
+	fport := fakeBroker(t)
+	portList := fmt.Sprintf("%s,%d", strings.Join(kports, ","), fport)
+	written := filepath.Join(t.TempDir(), "live.pcapng")
+	cmd, stdout, stderr, metricsURL := startLive(t, "-i", "lo", "-p", portList, "--write", written, "-o", "ndjson", "--duration", "60s")
 	defer cmd.Process.Kill()
 	var mu sync.Mutex
 	var lines []string
@@ -202,21 +262,8 @@ func TestLiveOnLoopback(t *testing.T) {
 		}
 		close(seen)
 	}()
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(metricsURL)
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("live did not start: %v; stderr %s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
-	realClient(t, kports)
+	realClient(t, cluster)
 	violatingClient(t, fport)
 
 	// The finding comes while live runs (the broker answered, so it is final).

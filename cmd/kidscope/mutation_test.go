@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	bo "encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -13,7 +14,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,8 +37,6 @@ import (
 // longer (about 2 minutes).
 
 const (
-	// mutationPorts covers the ports of every committed capture.
-	mutationPorts = "9092,29092,39092-39094"
 	// maxRSSKiB is the peak memory a run may reach on inputs of at most a
 	// few hundred KB, with GOMEMLIMIT at a quarter of it. It is checked on
 	// the rusage of the run, whose ru_maxrss on Linux is at least the test
@@ -57,6 +58,33 @@ func mutationRounds() int {
 	}
 	return 3
 }
+
+// mutationPorts covers the ports of every committed capture: the samples'
+// and, for the real-client captures, the broker ports their sidecars name.
+var mutationPorts = sync.OnceValue(func() string {
+	ports := []string{"9092", "29092"}
+	seen := map[uint16]bool{}
+	metas, _ := filepath.Glob("../../testdata/real/*.meta.json")
+	for _, m := range metas {
+		var meta struct {
+			Ports []uint16 `json:"ports"`
+		}
+		b, err := os.ReadFile(m)
+		if err == nil {
+			err = json.Unmarshal(b, &meta)
+		}
+		if err != nil {
+			panic(fmt.Sprintf("%s: %v", m, err))
+		}
+		for _, p := range meta.Ports {
+			if !seen[p] {
+				seen[p] = true
+				ports = append(ports, strconv.Itoa(int(p)))
+			}
+		}
+	}
+	return strings.Join(ports, ",")
+})
 
 // committedCaptures lists the capture files in the repository.
 func committedCaptures(t *testing.T) []string {
@@ -358,12 +386,12 @@ func TestMutatedCaptures(t *testing.T) {
 					if round%2 == 0 {
 						workers[1] = "3"
 					}
-					analyze := []string{"analyze", "-p", mutationPorts, "-v"}
+					analyze := []string{"analyze", "-p", mutationPorts(), "-v"}
 					if j%2 == 1 {
-						analyze = []string{"analyze", "-p", mutationPorts, "-o", "json"}
+						analyze = []string{"analyze", "-p", mutationPorts(), "-o", "json"}
 					}
 					analyze = append(append(analyze, workers...), in)
-					frames := append(append([]string{"frames", "-p", mutationPorts, "-o", "csv"}, workers...), in)
+					frames := append(append([]string{"frames", "-p", mutationPorts(), "-o", "csv"}, workers...), in)
 					for _, args := range [][]string{analyze, frames} {
 						what := fmt.Sprintf("%s %s", strings.Join(args[:len(args)-1], " "), filepath.Base(in))
 						r := runLimited(t, args...)
@@ -404,7 +432,7 @@ func TestMutationCrashers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var ps []string
 			for _, cmd := range []string{"analyze", "frames"} {
-				for _, p := range problems(f, runLimited(t, cmd, "-p", mutationPorts, f)) {
+				for _, p := range problems(f, runLimited(t, cmd, "-p", mutationPorts(), f)) {
 					ps = append(ps, cmd+": "+p)
 				}
 			}

@@ -32,21 +32,37 @@ func TestSoakLive(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", loadloop, "../../internal/loadloop").CombinedOutput(); err != nil {
 		t.Fatalf("build loadloop: %v\n%s", err, out)
 	}
-	port := freePort(t)
-	live := exec.Command(binary, "live", "-i", "lo", "-p", strconv.Itoa(port), "-o", "ndjson", "--no-status",
-		"--idle-timeout", "30s", "--duration", (duration + 30*time.Second).String())
-	live.Stdout, live.Stderr = nil, os.Stderr
-	if err := live.Start(); err != nil {
-		t.Fatal(err)
+	// loadloop listens on a port freePort got from the kernel; if another
+	// process takes it first, loadloop exits at once saying so, and both
+	// start again with another port.
+	var live, load *exec.Cmd
+	for attempt := 1; ; attempt++ {
+		port := freePort(t)
+		live = exec.Command(binary, "live", "-i", "lo", "-p", strconv.Itoa(port), "-o", "ndjson", "--no-status",
+			"--idle-timeout", "30s", "--duration", (duration + 30*time.Second).String())
+		live.Stdout, live.Stderr = nil, os.Stderr
+		if err := live.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		load = exec.Command(loadloop, "-port", strconv.Itoa(port), "-rate", "20000", "-conns", "50", "-churn", "3s",
+			"-duration", duration.String())
+		loadErr := &lockedBuffer{}
+		load.Stdout, load.Stderr = os.Stdout, loadErr
+		if err := load.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if strings.Contains(loadErr.String(), "address already in use") && attempt < 5 {
+			t.Logf("port %d was taken before loadloop bound it: again with another", port)
+			_ = load.Wait()
+			_ = live.Process.Kill()
+			_ = live.Wait()
+			continue
+		}
+		break
 	}
 	defer live.Process.Kill()
-	time.Sleep(time.Second)
-	load := exec.Command(loadloop, "-port", strconv.Itoa(port), "-rate", "20000", "-conns", "50", "-churn", "3s",
-		"-duration", duration.String())
-	load.Stdout = os.Stdout
-	if err := load.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var samples []int64
 	start := time.Now()
 	for time.Since(start) < duration {

@@ -1,14 +1,16 @@
 // Command realtraffic makes packet captures of real Kafka traffic: it starts
-// an in-process three-broker Kafka cluster (franz-go's kfake) on fixed
-// loopback ports, captures the loopback interface with AF_PACKET (pure Go,
+// an in-process three-broker Kafka cluster (franz-go's kfake) on ports the
+// kernel picks, captures the loopback interface with AF_PACKET (pure Go,
 // gopacket's afpacket), runs franz-go clients through a few scenarios, and
-// writes each scenario's connections to its own classic pcap file.
+// writes each scenario's connections to its own classic pcap file with a
+// sidecar naming the broker ports (internal/realcapture).
 //
 //	go run ./internal/realtraffic -o testdata/real
 //
 // It needs root (or CAP_NET_RAW) for the capture. It fails if the kernel
-// dropped a packet, a frame was truncated, or a scenario's file lacks the
-// requests it is there to show.
+// dropped a packet, a frame was truncated, or a scenario failed. The other
+// clients (librdkafka, kafkajs) and librdkafka's mock cluster are in the
+// separate realclients module, which needs cgo and npm.
 package main
 
 import (
@@ -17,37 +19,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/kidscope/kidscope/internal/realcapture"
 )
-
-// brokerPorts are the loopback ports the three brokers listen on.
-var brokerPorts = []uint16{39092, 39093, 39094}
-
-func seedBrokers() []string {
-	seeds := make([]string, len(brokerPorts))
-	for i, p := range brokerPorts {
-		seeds[i] = fmt.Sprintf("127.0.0.1:%d", p)
-	}
-	return seeds
-}
-
-func brokerPortSet() map[uint16]bool {
-	m := make(map[uint16]bool, len(brokerPorts))
-	for _, p := range brokerPorts {
-		m[p] = true
-	}
-	return m
-}
 
 func main() {
 	out := flag.String("o", "testdata/real", "directory to write the capture files into")
 	iface := flag.String("i", "lo", "interface to capture (the loopback interface)")
+	table := flag.String("table", "", "capture nothing: print the Markdown tables of testdata/real/README.md from the sidecars in this directory")
 	flag.Parse()
+	if *table != "" {
+		s, err := realcapture.Tables(*table)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "realtraffic:", err)
+			os.Exit(1)
+		}
+		fmt.Print(s)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := run(ctx, *iface, *out, os.Stdout); err != nil {
@@ -56,115 +46,76 @@ func main() {
 	}
 }
 
-// run captures every scenario into dir and checks the files it wrote.
-func run(ctx context.Context, iface, dir string, log io.Writer) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	begin := time.Now()
+// scenario is one kgo workload against kfake, captured into NAME.pcap.
+type scenario struct {
+	name, role string
+	run        func(ctx context.Context, seeds []string) (string, error)
+}
 
+// Group IDs of the consumer scenarios; the admin scenario fetches the
+// classic group's offsets.
+const (
+	groupClassic = "kidscope-kgo-classic"
+	group848     = "kidscope-kgo-848"
+)
+
+var scenarios = []scenario{
+	{"kgo-producer-kfake", "producer", func(ctx context.Context, seeds []string) (string, error) {
+		return realcapture.KgoProducer(ctx, seeds, "kidscope-kgo-producer")
+	}},
+	{"kgo-consumer-classic-kfake", "consumer-classic", func(ctx context.Context, seeds []string) (string, error) {
+		return realcapture.KgoConsumerClassic(ctx, seeds, "kidscope-kgo-consumer-classic", groupClassic)
+	}},
+	{"kgo-consumer-848-kfake", "consumer-848", func(ctx context.Context, seeds []string) (string, error) {
+		return realcapture.KgoConsumer848(ctx, seeds, "kidscope-kgo-consumer-848", group848)
+	}},
+	{"kgo-admin-kfake", "admin", func(ctx context.Context, seeds []string) (string, error) {
+		return realcapture.KgoAdmin(ctx, seeds, "kidscope-kgo-admin", "kidscope-kgo-admin", groupClassic)
+	}},
+}
+
+// run captures every scenario into dir.
+func run(ctx context.Context, iface, dir string, log io.Writer) (err error) {
+	begin := time.Now()
 	// The capture starts before the cluster listens, so every connection
 	// is seen from its SYN.
-	capt, err := startCapture(iface, brokerPorts)
+	s, err := realcapture.NewSession(iface, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if _, serr := capt.stop(); err == nil && serr != nil {
+		if serr := s.Stop(); err == nil && serr != nil {
 			err = serr
 		}
 	}()
-
-	ports := make([]int, len(brokerPorts))
-	for i, p := range brokerPorts {
-		ports[i] = int(p)
-	}
-	cluster, err := kfake.NewCluster(
-		kfake.NumBrokers(len(brokerPorts)),
-		kfake.Ports(ports...),
-		kfake.ClusterID("kidscope-real"),
-		kfake.SeedTopics(3, topicOrders),
-		kfake.SeedTopics(2, topicPayments),
-		kfake.BrokerConfigs(map[string]string{
-			// KIP-848 members heartbeat at the interval the broker
-			// gives them; 500ms shows a few within a short run.
-			"group.consumer.heartbeat.interval.ms": "500",
-		}),
-	)
+	cluster, err := realcapture.NewKfake()
 	if err != nil {
 		return fmt.Errorf("starting kfake cluster: %w", err)
 	}
-	clusterUp := true
-	defer func() {
-		if clusterUp {
-			cluster.Close()
-		}
-	}()
-
-	var windows []window
-	for _, sc := range scenarios {
-		w := window{name: sc.name, start: time.Now()}
-		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-		t0 := time.Now()
-		res, err := sc.run(sctx)
-		scancel()
-		if err != nil {
-			return fmt.Errorf("scenario %s: %w", sc.name, err)
-		}
-		// Let the last FINs and ACKs through before the next
-		// scenario's window opens.
-		time.Sleep(300 * time.Millisecond)
-		w.end = time.Now()
-		windows = append(windows, w)
-		fmt.Fprintf(log, "%-14s %5.2fs  %s\n", sc.name, time.Since(t0).Seconds(), res)
-	}
-	cluster.Close()
-	clusterUp = false
-	time.Sleep(200 * time.Millisecond)
-
-	pkts, err := capt.stop()
+	defer cluster.Close()
+	seeds := cluster.ListenAddrs()
+	ports, err := realcapture.PortsOf(seeds)
 	if err != nil {
 		return err
 	}
-	byScenario := split(pkts, windows)
-	if stray := byScenario[""]; len(stray) > 0 {
-		return fmt.Errorf("%d captured packets belong to no scenario", len(stray))
-	}
+	s.Watch(ports)
+	fmt.Fprintf(log, "kfake listens on %v\n", seeds)
 
 	for _, sc := range scenarios {
-		path := filepath.Join(dir, sc.name+".pcap")
-		if err := writePcap(path, byScenario[sc.name]); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
+		meta := realcapture.Meta{
+			Scenario: sc.name, Role: sc.role, Ports: ports,
+			Client: "kgo", ClientVersion: realcapture.ModuleVersion("github.com/twmb/franz-go"),
+			Broker: "kfake", BrokerVersion: realcapture.ModuleVersion("github.com/twmb/franz-go/pkg/kfake"),
 		}
-		st, err := readRequests(path, brokerPortSet())
-		if err != nil {
-			return fmt.Errorf("re-reading %s: %w", path, err)
-		}
-		fi, err := os.Stat(path)
-		if err != nil {
+		if err := s.Run(ctx, meta, 20*time.Second, func(ctx context.Context) (string, error) { return sc.run(ctx, seeds) }); err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "%s: %d bytes, %d frames, %d connections\n", path, fi.Size(), st.Frames, st.Connections)
-		for _, k := range sortedKeys(st.Requests) {
-			var vs []string
-			for _, v := range sortedKeys(st.Versions[k]) {
-				vs = append(vs, fmt.Sprintf("v%d", v))
-			}
-			fmt.Fprintf(log, "  %7d  %2d %-26s %s\n", st.Requests[k], k, kmsg.NameForKey(k), strings.Join(vs, ","))
-		}
-		var missing []string
-		for _, k := range sc.want {
-			if st.Requests[k] == 0 {
-				missing = append(missing, fmt.Sprintf("%d %s", k, kmsg.NameForKey(k)))
-			}
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("%s has no %s requests", path, strings.Join(missing, ", "))
-		}
-		if fi.Size() >= 1<<20 {
-			return fmt.Errorf("%s is %d bytes, want under 1 MiB", path, fi.Size())
-		}
 	}
-	fmt.Fprintf(log, "captured %d packets in %.1fs, no drops\n", len(pkts), time.Since(begin).Seconds())
+	cluster.Close()
+	time.Sleep(200 * time.Millisecond)
+	if err := s.Write(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "done in %.1fs\n", time.Since(begin).Seconds())
 	return nil
 }

@@ -1,17 +1,14 @@
-package main
+package realcapture
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"golang.org/x/net/bpf"
 )
 
@@ -38,37 +35,46 @@ func kernelFilter() ([]bpf.RawInstruction, error) {
 	})
 }
 
-// packet is one captured frame, copied out of the ring.
-type packet struct {
-	ci   gopacket.CaptureInfo
-	data []byte
-	conn connKey
+// Packet is one captured frame, copied out of the ring, with the broker
+// connection it belongs to.
+type Packet struct {
+	CI   gopacket.CaptureInfo
+	Data []byte
+	Conn ConnKey
 }
 
-// connKey names a TCP connection by its client and broker endpoints.
-type connKey struct {
-	client, broker string
+// ConnKey names a TCP connection by its client and broker endpoints
+// (ip:port).
+type ConnKey struct {
+	Client, Broker string
 }
 
-// capturer reads the loopback interface with AF_PACKET and keeps the frames of
-// TCP connections to or from the broker ports, in capture order.
-type capturer struct {
-	tp    *afpacket.TPacket
-	ports map[uint16]bool
+// Capture reads the loopback interface with AF_PACKET and keeps, in capture
+// order, the frames of the TCP connections whose SYN it saw going to a
+// broker port. Broker ports are learned after the capture starts (brokers
+// listen on ports the kernel picks): Watch adds them, and every connection
+// opened to one of them from then on is kept, from its SYN to its end. A
+// connection that merely uses a watched port number on its client side, or
+// began before its port was watched, is not.
+type Capture struct {
+	tp *afpacket.TPacket
 
 	stopOnce sync.Once
+	stopErr  error
 	stopAt   chan time.Time
 	done     chan error
 
 	mu        sync.Mutex
-	pkts      []packet
+	ports     map[uint16]bool
+	conns     map[ConnKey]bool
+	pkts      []Packet
 	seen      int // frames read from the ring, before our port filter
 	truncated int
 }
 
-// startCapture opens an AF_PACKET socket on iface and starts reading it. Once
-// it returns, every later packet on the interface is in the ring.
-func startCapture(iface string, ports []uint16) (*capturer, error) {
+// Start opens an AF_PACKET socket on iface and starts reading it. Once it
+// returns, every later packet on the interface is in the ring.
+func Start(iface string) (*Capture, error) {
 	tp, err := afpacket.NewTPacket(
 		afpacket.OptInterface(iface),
 		afpacket.OptFrameSize(afpacket.DefaultFrameSize),
@@ -93,20 +99,50 @@ func startCapture(iface string, ports []uint16) (*capturer, error) {
 		tp.Close()
 		return nil, fmt.Errorf("reading socket stats: %w", err)
 	}
-	c := &capturer{
+	c := &Capture{
 		tp:     tp,
 		ports:  make(map[uint16]bool),
+		conns:  make(map[ConnKey]bool),
 		stopAt: make(chan time.Time, 1),
 		done:   make(chan error, 1),
-	}
-	for _, p := range ports {
-		c.ports[p] = true
 	}
 	go func() { c.done <- c.loop() }()
 	return c, nil
 }
 
-func (c *capturer) loop() error {
+// Watch adds broker ports: connections opened to them after Watch returns
+// are captured. Call it once the brokers listen and before any client
+// connects.
+func (c *Capture) Watch(ports ...uint16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range ports {
+		c.ports[p] = true
+	}
+}
+
+// keep reports which broker connection a TCP segment belongs to, if any,
+// and registers a new connection at its SYN to a watched port. The ring is
+// read after the packets were sent, and ports are watched before clients
+// connect, so a SYN to a watched port always finds the port watched.
+func (c *Capture) keep(tcp *layers.TCP, src, dst string) (ConnKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k := (ConnKey{Client: src, Broker: dst}); c.conns[k] {
+		return k, true
+	}
+	if k := (ConnKey{Client: dst, Broker: src}); c.conns[k] {
+		return k, true
+	}
+	if tcp.SYN && !tcp.ACK && c.ports[uint16(tcp.DstPort)] {
+		k := ConnKey{Client: src, Broker: dst}
+		c.conns[k] = true
+		return k, true
+	}
+	return ConnKey{}, false
+}
+
+func (c *Capture) loop() error {
 	dec := newSegmentDecoder()
 
 	var stopAt time.Time
@@ -139,14 +175,8 @@ func (c *capturer) loop() error {
 		if !isTCP {
 			continue
 		}
-		sp, dp := uint16(tcp.SrcPort), uint16(tcp.DstPort)
-		var key connKey
-		switch {
-		case c.ports[dp]:
-			key = connKey{client: src, broker: dst}
-		case c.ports[sp]:
-			key = connKey{client: dst, broker: src}
-		default:
+		key, ok := c.keep(tcp, src, dst)
+		if !ok {
 			continue
 		}
 		buf := make([]byte, len(data))
@@ -155,17 +185,18 @@ func (c *capturer) loop() error {
 		if ci.CaptureLength < ci.Length {
 			c.truncated++
 		}
-		c.pkts = append(c.pkts, packet{ci: ci, data: buf, conn: key})
+		c.pkts = append(c.pkts, Packet{CI: ci, Data: buf, Conn: key})
 		c.mu.Unlock()
 	}
 }
 
-// stop waits for the reader to take every packet captured until now out of
+// Stop waits for the reader to take every packet captured until now out of
 // the ring, closes the socket, and fails if the kernel dropped anything or any
-// frame was truncated.
-func (c *capturer) stop() ([]packet, error) {
-	var err error
+// frame was truncated. Calls after the first return the same packets.
+func (c *Capture) Stop() ([]Packet, error) {
 	c.stopOnce.Do(func() {
+		var err error
+		defer func() { c.stopErr = err }()
 		c.stopAt <- time.Now()
 		select {
 		case err = <-c.done:
@@ -177,6 +208,7 @@ func (c *capturer) stop() ([]packet, error) {
 		}
 		c.tp.Close()
 	})
+	err := c.stopErr
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil && c.truncated > 0 {
@@ -185,7 +217,7 @@ func (c *capturer) stop() ([]packet, error) {
 	return c.pkts, err
 }
 
-func (c *capturer) checkStats() error {
+func (c *Capture) checkStats() error {
 	v2, v3, err := c.tp.SocketStats()
 	if err != nil {
 		return fmt.Errorf("reading socket stats: %w", err)
@@ -193,67 +225,6 @@ func (c *capturer) checkStats() error {
 	if v2.Drops() != 0 || v3.Drops() != 0 || v3.QueueFreezes() != 0 {
 		return fmt.Errorf("kernel dropped packets: tpacket_v2 drops %d, tpacket_v3 drops %d, queue freezes %d",
 			v2.Drops(), v3.Drops(), v3.QueueFreezes())
-	}
-	return nil
-}
-
-// window is the time span a scenario owns: connections whose first packet
-// falls in [start, end) belong to it.
-type window struct {
-	name       string
-	start, end time.Time
-}
-
-// split assigns each connection to the scenario whose window holds its first
-// packet and returns each scenario's packets in capture order. Packets of
-// connections outside every window are returned under "".
-func split(pkts []packet, windows []window) map[string][]packet {
-	owner := make(map[connKey]string)
-	out := make(map[string][]packet)
-	for _, p := range pkts {
-		name, ok := owner[p.conn]
-		if !ok {
-			for _, w := range windows {
-				if !p.ci.Timestamp.Before(w.start) && p.ci.Timestamp.Before(w.end) {
-					name = w.name
-					break
-				}
-			}
-			owner[p.conn] = name
-		}
-		out[name] = append(out[name], p)
-	}
-	for _, ps := range out {
-		sort.SliceStable(ps, func(i, j int) bool { return ps[i].ci.Timestamp.Before(ps[j].ci.Timestamp) })
-	}
-	return out
-}
-
-// writePcap writes pkts to path as a classic pcap with the Ethernet link type,
-// which is what AF_PACKET gives on the loopback interface.
-func writePcap(path string, pkts []packet) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(snapLen, layers.LinkTypeEthernet); err != nil {
-		return err
-	}
-	for _, p := range pkts {
-		ci := gopacket.CaptureInfo{
-			Timestamp:     p.ci.Timestamp,
-			CaptureLength: len(p.data),
-			Length:        p.ci.Length,
-		}
-		if err := w.WritePacket(ci, p.data); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package realcapture
 
 import (
 	"context"
@@ -12,43 +12,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// The topics every cluster is seeded with, and how many records each
+// producer scenario writes to them. Consumers read from the start until they
+// have at least Records records.
 const (
-	topicOrders   = "kidscope-orders"
-	topicPayments = "kidscope-payments"
+	TopicOrders   = "kidscope-orders"
+	TopicPayments = "kidscope-payments"
 
-	nOrders   = 200
-	nPayments = 100
+	OrdersPartitions   = 3
+	PaymentsPartitions = 2
+
+	NOrders   = 200
+	NPayments = 100
+	Records   = NOrders + NPayments
 )
-
-// scenario is one client workload, captured into <name>.pcap.
-type scenario struct {
-	name string
-	run  func(ctx context.Context) (string, error)
-	want []int16 // API keys the capture must hold requests of
-}
-
-var scenarios = []scenario{
-	{
-		name: "producer",
-		run:  runProducer,
-		want: []int16{0, 3, 18, 22, 71, 72},
-	},
-	{
-		name: "group-classic",
-		run:  runGroupClassic,
-		want: []int16{1, 3, 8, 9, 10, 11, 12, 13, 14, 18, 71, 72},
-	},
-	{
-		name: "group-848",
-		run:  runGroup848,
-		want: []int16{1, 3, 8, 9, 10, 18, 68, 71, 72},
-	},
-	{
-		name: "admin",
-		run:  runAdmin,
-		want: []int16{2, 3, 9, 15, 16, 18, 19, 20, 32},
-	},
-}
 
 // keyHook counts the requests a client wrote and the responses it read, by
 // API key, so a scenario can wait for the requests it is there to show
@@ -119,7 +96,7 @@ func (h *keyHook) wrote(key int16) int {
 func (h *keyHook) String() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	keys := sortedKeys(h.written)
+	keys := SortedKeys(h.written)
 	s := "client wrote"
 	for _, k := range keys {
 		s += fmt.Sprintf(" %d×%d", h.written[k], k)
@@ -127,9 +104,9 @@ func (h *keyHook) String() string {
 	return s
 }
 
-func newClient(clientID string, hook *keyHook, opts ...kgo.Opt) (*kgo.Client, error) {
+func newClient(seeds []string, clientID string, hook *keyHook, opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{
-		kgo.SeedBrokers(seedBrokers()...),
+		kgo.SeedBrokers(seeds...),
 		kgo.ClientID(clientID),
 		kgo.WithHooks(hook),
 	}
@@ -146,11 +123,11 @@ func closeWithTelemetry(cl *kgo.Client, hook *keyHook) error {
 	return nil
 }
 
-// runProducer produces a few hundred small records to two topics with the
+// KgoProducer produces Records small records to the two topics with kgo's
 // defaults: acks=all and idempotence, so InitProducerID comes first.
-func runProducer(ctx context.Context) (string, error) {
+func KgoProducer(ctx context.Context, seeds []string, clientID string) (string, error) {
 	hook := newKeyHook()
-	cl, err := newClient("kidscope-producer", hook,
+	cl, err := newClient(seeds, clientID, hook,
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(5*time.Millisecond),
 	)
@@ -158,30 +135,8 @@ func runProducer(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer cl.Close()
-
-	// A few bursts, so there are several Produce requests and batches.
-	const bursts = 6
-	for b := 0; b < bursts; b++ {
-		var recs []*kgo.Record
-		for i := b * nOrders / bursts; i < (b+1)*nOrders/bursts; i++ {
-			recs = append(recs, &kgo.Record{
-				Topic: topicOrders,
-				Key:   fmt.Appendf(nil, "order-%d", i),
-				Value: fmt.Appendf(nil, `{"id":%d,"qty":%d}`, i, i%7+1),
-			})
-		}
-		for i := b * nPayments / bursts; i < (b+1)*nPayments/bursts; i++ {
-			recs = append(recs, &kgo.Record{
-				Topic:   topicPayments,
-				Key:     fmt.Appendf(nil, "order-%d", i*2),
-				Value:   fmt.Appendf(nil, `{"amount":%d}`, 100+i),
-				Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("kidscope")}},
-			})
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return "", fmt.Errorf("producing: %w", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := produceBursts(ctx, cl); err != nil {
+		return "", err
 	}
 	// Telemetry starts once the client has produced: it asks for its
 	// subscription, and pushes a final (terminating) report on close.
@@ -191,17 +146,92 @@ func runProducer(ctx context.Context) (string, error) {
 	if err := closeWithTelemetry(cl, hook); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("produced %d records; %s", nOrders+nPayments, hook), nil
+	return fmt.Sprintf("produced %d records; %s", Records, hook), nil
 }
 
-// consume polls cl until it has all records of both topics.
+// produceBursts writes the records in a few bursts, so there are several
+// Produce requests and batches.
+func produceBursts(ctx context.Context, cl *kgo.Client) error {
+	const bursts = 6
+	for b := 0; b < bursts; b++ {
+		var recs []*kgo.Record
+		for i := b * NOrders / bursts; i < (b+1)*NOrders/bursts; i++ {
+			recs = append(recs, &kgo.Record{
+				Topic: TopicOrders,
+				Key:   fmt.Appendf(nil, "order-%d", i),
+				Value: fmt.Appendf(nil, `{"id":%d,"qty":%d}`, i, i%7+1),
+			})
+		}
+		for i := b * NPayments / bursts; i < (b+1)*NPayments/bursts; i++ {
+			recs = append(recs, &kgo.Record{
+				Topic:   TopicPayments,
+				Key:     fmt.Appendf(nil, "order-%d", i*2),
+				Value:   fmt.Appendf(nil, `{"amount":%d}`, 100+i),
+				Headers: []kgo.RecordHeader{{Key: "source", Value: []byte("kidscope")}},
+			})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("producing: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// KgoProducerGivingUp is KgoProducer against a broker kgo cannot talk to
+// (librdkafka's mock cluster answers kgo's ApiVersions v5 with
+// UNSUPPORTED_VERSION and a v0 body; kgo closes the connection and tries
+// the next seed broker 5 s later, for ever): it tries to produce one record
+// until ctx ends or the client has read maxAPIVersions ApiVersions
+// responses, whichever is first, and reports what it wrote. It is not an
+// error for the record not to get through.
+func KgoProducerGivingUp(ctx context.Context, seeds []string, clientID string, maxAPIVersions int) (string, error) {
+	hook := newKeyHook()
+	cl, err := newClient(seeds, clientID, hook, kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.ProduceSync(pctx, &kgo.Record{Topic: TopicOrders, Value: []byte("one")}).FirstErr()
+	}()
+	var perr error
+wait:
+	for {
+		hook.mu.Lock()
+		n, ch := hook.read[int16(kmsg.ApiVersions)], hook.changed
+		hook.mu.Unlock()
+		if n >= maxAPIVersions {
+			cancel()
+		}
+		select {
+		case perr = <-done:
+			break wait
+		case <-ch:
+		case <-ctx.Done():
+			cancel()
+			perr = <-done
+			break wait
+		}
+	}
+	cl.Close()
+	outcome := "the record got through"
+	if perr != nil {
+		outcome = "gave up: " + perr.Error()
+	}
+	return fmt.Sprintf("%s; %s", outcome, hook), nil
+}
+
+// consume polls cl until it has at least Records records.
 func consume(ctx context.Context, cl *kgo.Client) (int, error) {
-	want := nOrders + nPayments
 	got := 0
-	for got < want {
+	for got < Records {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return got, fmt.Errorf("consumed %d of %d records: %w", got, want, err)
+			return got, fmt.Errorf("consumed %d of %d records: %w", got, Records, err)
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetching %s[%d]: %w", t, p, err) })
@@ -213,13 +243,14 @@ func consume(ctx context.Context, cl *kgo.Client) (int, error) {
 	return got, nil
 }
 
-// runGroupClassic consumes both topics as a member of a classic consumer group
-// (JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit, LeaveGroup).
-func runGroupClassic(ctx context.Context) (string, error) {
+// KgoConsumerClassic consumes both topics as a member of a classic consumer
+// group (JoinGroup, SyncGroup, Heartbeat, OffsetFetch, OffsetCommit,
+// LeaveGroup).
+func KgoConsumerClassic(ctx context.Context, seeds []string, clientID, group string) (string, error) {
 	hook := newKeyHook()
-	cl, err := newClient("kidscope-group-classic", hook,
-		kgo.ConsumerGroup("kidscope-classic"),
-		kgo.ConsumeTopics(topicOrders, topicPayments),
+	cl, err := newClient(seeds, clientID, hook,
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(TopicOrders, TopicPayments),
 		kgo.HeartbeatInterval(300*time.Millisecond),
 		kgo.AutoCommitInterval(500*time.Millisecond),
 		kgo.FetchMaxWait(200*time.Millisecond),
@@ -244,16 +275,16 @@ func runGroupClassic(ctx context.Context) (string, error) {
 	if err := closeWithTelemetry(cl, hook); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("consumed %d records; %s", got, hook), nil
+	return fmt.Sprintf("consumed %d records in group %s; %s", got, group, hook), nil
 }
 
-// runGroup848 consumes both topics as a member of a KIP-848 consumer group:
-// the broker assigns partitions through ConsumerGroupHeartbeat.
-func runGroup848(ctx context.Context) (string, error) {
+// KgoConsumer848 consumes both topics as a member of a KIP-848 consumer
+// group: the broker assigns partitions through ConsumerGroupHeartbeat.
+func KgoConsumer848(ctx context.Context, seeds []string, clientID, group string) (string, error) {
 	hook := newKeyHook()
-	cl, err := newClient("kidscope-group-848", hook,
-		kgo.ConsumerGroup("kidscope-848"),
-		kgo.ConsumeTopics(topicOrders, topicPayments),
+	cl, err := newClient(seeds, clientID, hook,
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(TopicOrders, TopicPayments),
 		kgo.ServerSideBalancer(),
 		kgo.AutoCommitInterval(500*time.Millisecond),
 		kgo.FetchMaxWait(200*time.Millisecond),
@@ -278,21 +309,22 @@ func runGroup848(ctx context.Context) (string, error) {
 	if hook.wrote(int16(kmsg.JoinGroup)) > 0 {
 		return "", errors.New("the KIP-848 consumer fell back to the classic protocol (JoinGroup sent)")
 	}
-	return fmt.Sprintf("consumed %d records; %s", got, hook), nil
+	return fmt.Sprintf("consumed %d records in group %s; %s", got, group, hook), nil
 }
 
-// runAdmin uses kadm: create topics, describe configs, list and describe
-// groups, list offsets, fetch a group's offsets, delete a topic.
-func runAdmin(ctx context.Context) (string, error) {
+// KgoAdmin uses kadm: create topics PREFIX-a and PREFIX-b, describe
+// configs, list and describe groups, list offsets, fetch the offsets of
+// group, delete PREFIX-b.
+func KgoAdmin(ctx context.Context, seeds []string, clientID, prefix, group string) (string, error) {
 	hook := newKeyHook()
-	cl, err := newClient("kidscope-admin", hook)
+	cl, err := newClient(seeds, clientID, hook)
 	if err != nil {
 		return "", err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	const topicA, topicB = "kidscope-admin-a", "kidscope-admin-b"
+	topicA, topicB := prefix+"-a", prefix+"-b"
 	created, err := adm.CreateTopics(ctx, 3, 3, map[string]*string{"retention.ms": kadm.StringPtr("3600000")}, topicA, topicB)
 	if err != nil {
 		return "", fmt.Errorf("creating topics: %w", err)
@@ -300,7 +332,7 @@ func runAdmin(ctx context.Context) (string, error) {
 	if err := created.Error(); err != nil {
 		return "", fmt.Errorf("creating topics: %w", err)
 	}
-	cfgs, err := adm.DescribeTopicConfigs(ctx, topicA, topicOrders)
+	cfgs, err := adm.DescribeTopicConfigs(ctx, topicA, TopicOrders)
 	if err != nil {
 		return "", fmt.Errorf("describing topic configs: %w", err)
 	}
@@ -319,17 +351,17 @@ func runAdmin(ctx context.Context) (string, error) {
 	if _, err := adm.DescribeGroups(ctx, groups.Groups()...); err != nil {
 		return "", fmt.Errorf("describing groups: %w", err)
 	}
-	if _, err := adm.ListStartOffsets(ctx, topicOrders, topicPayments); err != nil {
+	if _, err := adm.ListStartOffsets(ctx, TopicOrders, TopicPayments); err != nil {
 		return "", fmt.Errorf("listing start offsets: %w", err)
 	}
-	ends, err := adm.ListEndOffsets(ctx, topicOrders, topicPayments)
+	ends, err := adm.ListEndOffsets(ctx, TopicOrders, TopicPayments)
 	if err != nil {
 		return "", fmt.Errorf("listing end offsets: %w", err)
 	}
 	if err := ends.Error(); err != nil {
 		return "", fmt.Errorf("listing end offsets: %w", err)
 	}
-	if _, err := adm.FetchOffsets(ctx, "kidscope-classic"); err != nil {
+	if _, err := adm.FetchOffsets(ctx, group); err != nil {
 		return "", fmt.Errorf("fetching group offsets: %w", err)
 	}
 	deleted, err := adm.DeleteTopics(ctx, topicB)
