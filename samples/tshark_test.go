@@ -162,7 +162,7 @@ func TestTshark(t *testing.T) {
 				}
 				// The error codes of a frame that completes one response
 				// of a version tshark dissects: the same distinct codes.
-				if len(ms) == 1 && !ms[0].Request && tsharkReads(ms[0].Key, ms[0].Version) && !tf.malformed {
+				if len(ms) == 1 && !ms[0].Request && wireshark.Reads(ms[0].Key, ms[0].Version) && !tf.malformed {
 					want := map[string]bool{}
 					for _, c := range scriptedCodes(ms[0].Body) {
 						want[strconv.Itoa(int(c))] = true

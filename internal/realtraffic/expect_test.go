@@ -379,9 +379,11 @@ type frameMsg struct {
 	APIVersion    *int16 `json:"api_version"`
 	CorrelationID int32  `json:"correlation_id"`
 	ErrorCode     *int16 `json:"error_code"`
-	// ErrorCodes is every error code of a response, in wire order, when
-	// frames prints them (not yet on this branch: see compareErrorCodes).
-	ErrorCodes *[]int16 `json:"error_codes"`
+	// ErrorCodes is every distinct error code of a response.
+	ErrorCodes []struct {
+		Code int16  `json:"code"`
+		Name string `json:"name"`
+	} `json:"error_codes"`
 }
 
 func kidscopeFrames(t *testing.T, file string, m realcapture.Meta) []frameMsg {
