@@ -13,7 +13,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // Read buffer of each input. pcapgo's readers take a *bufio.Reader of at
@@ -80,7 +79,7 @@ func (r *Reader) LeaveTCP() {
 }
 
 // packetSource is what the record readers offer: pcapRecords,
-// mappedRecords and pcapgo's pcapng reader.
+// mappedRecords and ngRecords.
 type packetSource interface {
 	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 }
@@ -92,7 +91,7 @@ type source struct {
 	closer io.Closer // nil for stdin: the caller owns it
 	pr     packetSource
 	mapped *mappedRecords  // pr when the file is read through a mapping
-	ng     bool            // pcapng: the link type comes with each packet
+	ng     *ngRecords      // pr when pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
 	frame  int64           // frames read so far
 	head   Packet          // the next TCP packet of this file, when it is in the heap
@@ -221,11 +220,11 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 	}
 	switch {
 	case string(magic) == "\x0a\x0d\x0d\x0a":
-		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		ng, err := newNgRecords(br)
 		if err != nil {
 			return nil, headerError(fail, "pcapng", err)
 		}
-		s.pr, s.ng = ng, true
+		s.pr, s.ng = ng, ng
 	case isPcapMagic(magic):
 		hdr, _ := br.Peek(24)
 		format, link, err := pcapHeader(hdr)
@@ -308,9 +307,8 @@ func (r *Reader) advance(s *source) bool {
 	for {
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
-			// io.EOF is a clean end: the classic readers report a file
-			// that ends inside a record as io.ErrUnexpectedEOF, and
-			// pcapgo's pcapng reader one that ends inside a block.
+			// io.EOF is a clean end: the readers report a file that
+			// ends inside a record or block as io.ErrUnexpectedEOF.
 			if err == io.EOF {
 				return false
 			}
@@ -321,18 +319,8 @@ func (r *Reader) advance(s *source) bool {
 		r.stats.Packets++
 		r.stats.Bytes += int64(len(data))
 		link := s.link
-		if s.ng {
-			// pcapgo puts each packet's interface link type here; anything
-			// else would be a bug there, and is read as an unknown link.
-			// (Boxing a link type of 256 or more, such as SLL2, into this
-			// interface costs pcapgo one small allocation per packet; the
-			// interface index alone cannot be trusted across sections.)
-			link = linkUnknown
-			if len(ci.AncillaryData) > 0 {
-				if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
-					link = lt
-				}
-			}
+		if s.ng != nil {
+			link = s.ng.link
 		}
 		if r.filter.f != nil && !r.filter.accept(link, data) {
 			r.stats.Filtered++
@@ -360,7 +348,7 @@ func (r *Reader) advance(s *source) bool {
 func (r *Reader) fileProblem(s *source, err error) {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = errTruncatedRecord
-		if s.ng {
+		if s.ng != nil {
 			err = errTruncatedBlock
 		}
 	}

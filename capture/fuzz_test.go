@@ -34,6 +34,15 @@ func FuzzReader(f *testing.F) {
 	f.Add(pcapBytes(f, layers.LinkTypeLinuxSLL, false, []rec{{ts: t0, data: sll(segA.ip4(f))[:50], wire: 80}}))
 	f.Add(pcap[:len(pcap)-7])
 	f.Add([]byte("Hello, world"))
+	// The real-world quirks (quirks_test.go).
+	quirks, _ := filepath.Glob(filepath.Join("testdata", "quirks", "*"))
+	for _, q := range quirks {
+		b, err := os.ReadFile(q)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 	path := filepath.Join(f.TempDir(), "in")
 
 	f.Fuzz(func(t *testing.T, data []byte) {
