@@ -25,7 +25,10 @@
 //     that hold no packet (custom blocks, systemd journal and sysdig event
 //     blocks take a frame number, as in Wireshark 4.0; statistics, name
 //     resolution, decryption secrets and unknown blocks are skipped
-//     unread, so secrets are never in memory).
+//     unread, so secrets are never in memory); records captured longer
+//     than the frame's original length (the captured bytes are read, and
+//     the file has one problem, which Recovered tells from one that stopped
+//     it).
 //
 // Hot path: a classic pcap file is mapped into memory and its packets are
 // handed out where they lie, valid until Close (Packet.Stable), with the

@@ -62,7 +62,6 @@ type Reader struct {
 	primed   bool
 	closed   bool
 	stats    Stats
-	problems []error
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 	leaveTCP bool
@@ -94,8 +93,18 @@ type source struct {
 	ng     *ngRecords      // pr when pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
 	frame  int64           // frames read so far
+	stop   error           // what stopped the file before its end, a *FrameError
+	longer longerRecords   // records captured longer than the frame was
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
+}
+
+// longerRecords counts the records of a file whose captured length exceeds
+// the frame's original length, which Wireshark reads as captured.
+type longerRecords struct {
+	n                  int64 // how many
+	first              int64 // frame number of the first
+	captured, original int   // its lengths
 }
 
 // countingReader adds the bytes read through it to total (the progress
@@ -322,6 +331,14 @@ func (r *Reader) advance(s *source) bool {
 		if s.ng != nil {
 			link = s.ng.link
 		}
+		wire := ci.Length
+		if len(data) > wire {
+			// The record holds more than the frame had on the wire: its
+			// bytes are what there is, so they are read, as Wireshark
+			// does, and the file is reported once.
+			s.noteLonger(len(data), wire)
+			wire = len(data)
+		}
 		if r.filter.f != nil && !r.filter.accept(link, data) {
 			r.stats.Filtered++
 			continue
@@ -339,9 +356,17 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Time = ci.Timestamp
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
-		s.head.WireLength = ci.Length
+		s.head.WireLength = wire
 		return true
 	}
+}
+
+// noteLonger counts a record captured longer than its original length.
+func (s *source) noteLonger(captured, original int) {
+	if s.longer.n == 0 {
+		s.longer = longerRecords{first: s.frame, captured: captured, original: original}
+	}
+	s.longer.n++
 }
 
 // fileProblem records why s could not be read to its end.
@@ -352,7 +377,7 @@ func (r *Reader) fileProblem(s *source, err error) {
 			err = errTruncatedBlock
 		}
 	}
-	r.problems = append(r.problems, &FrameError{File: s.name, Frame: s.frame + 1, Err: err})
+	s.stop = &FrameError{File: s.name, Frame: s.frame + 1, Err: err}
 }
 
 // before orders heads by time, then by file index.
@@ -405,10 +430,50 @@ func (r *Reader) pop() {
 // what Next has returned, so the counts may include that packet.
 func (r *Reader) Stats() Stats { return r.stats }
 
-// Problems returns what stopped a file before its end, one *FrameError per
-// file, naming the file and the frame.
+// Problems returns the input problems, as *FrameError values naming the
+// file and the frame, in the order of the files: for each file, the
+// quirk of its records that was read past (see Recovered), if any, then
+// what stopped it before its end, if anything did.
 func (r *Reader) Problems() []error {
-	return append([]error(nil), r.problems...)
+	var out []error
+	for _, s := range r.srcs {
+		if l := s.longer; l.n > 0 {
+			out = append(out, &FrameError{File: s.name, Frame: l.first, Err: &LongerError{Captured: l.captured, Original: l.original, More: l.n - 1}})
+		}
+		if s.stop != nil {
+			out = append(out, s.stop)
+		}
+	}
+	return out
+}
+
+// LongerError is the problem of a file whose records say that frames were
+// captured longer than they were on the wire, which a capture cannot be.
+// Wireshark reads the bytes the record holds, and so does the Reader: the
+// file is read to its end, and this is reported once for it, at the first
+// such frame.
+type LongerError struct {
+	Captured, Original int   // the first such frame's lengths
+	More               int64 // how many more frames of the file are so
+}
+
+func (e *LongerError) Error() string {
+	msg := "captured length " + strconv.Itoa(e.Captured) + " exceeds the original length " + strconv.Itoa(e.Original)
+	switch {
+	case e.More == 1:
+		msg += " (so does 1 more frame)"
+	case e.More > 1:
+		msg += " (so do " + strconv.FormatInt(e.More, 10) + " more frames)"
+	}
+	return msg + "; read as captured, as Wireshark reads it"
+}
+
+// Recovered reports whether err, one of Reader.Problems, left its file
+// read to its end: a quirk of the file's records that the Reader read past
+// (a *LongerError), not what stopped the file.
+func Recovered(err error) bool {
+	var l *LongerError
+	return errors.As(err, &l)
 }
 
 // Files returns the input names in the order given, stdin shown as "stdin";

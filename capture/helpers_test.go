@@ -384,6 +384,28 @@ func whole(frames ...[]byte) []qrec {
 // qtime is the capture time of record i.
 func qtime(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
 
+// pcapRaw writes a classic little-endian microsecond pcap with the given
+// snap length and link-type field (its FCS bits included).
+func pcapRaw(snap, network uint32, rs []qrec) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, 24)
+	le.PutUint32(b[0:], 0xa1b2c3d4)
+	le.PutUint16(b[4:], 2)
+	le.PutUint16(b[6:], 4)
+	le.PutUint32(b[16:], snap)
+	le.PutUint32(b[20:], network)
+	for i, r := range rs {
+		h := make([]byte, 16)
+		ts := qtime(i)
+		le.PutUint32(h[0:], uint32(ts.Unix()))
+		le.PutUint32(h[4:], uint32(ts.Nanosecond()/1000))
+		le.PutUint32(h[8:], uint32(len(r.data)))
+		le.PutUint32(h[12:], uint32(r.orig))
+		b = append(append(b, h...), r.data...)
+	}
+	return b
+}
+
 // ngWriter writes pcapng by hand: pcapgo writes neither if_fcslen nor the
 // blocks the quirks are about, nor big-endian sections.
 type ngWriter struct {

@@ -62,7 +62,9 @@ func newPcapFormat(hdr []byte) pcapFormat {
 	return f
 }
 
-// record reads the 16-byte record header h.
+// record reads the 16-byte record header h. A captured length larger than
+// the original length is no error here: the record holds that many bytes,
+// and the Reader reads them, as Wireshark does, and reports the file once.
 func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
 	ci.Timestamp = time.Unix(int64(f.order.Uint32(h[0:4])), int64(f.order.Uint32(h[4:8])*f.nanos)).UTC()
@@ -70,9 +72,6 @@ func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	ci.Length = int(f.order.Uint32(h[12:16]))
 	if ci.CaptureLength > f.maxCap {
 		return ci, fmt.Errorf("capture length exceeds snap length: %d > %d", ci.CaptureLength, f.snap)
-	}
-	if ci.CaptureLength > ci.Length {
-		return ci, fmt.Errorf("capture length exceeds original packet length: %d > %d", ci.CaptureLength, ci.Length)
 	}
 	return ci, nil
 }
