@@ -28,7 +28,12 @@
 //     unread, so secrets are never in memory); records captured longer
 //     than the frame's original length (the captured bytes are read, and
 //     the file has one problem, which Recovered tells from one that stopped
-//     it).
+//     it); a snap length of 0 in a pcap header (no limit); the IPv4 total
+//     length of 0 or over the frame that TSO/GSO, GRO and LRO leave on a
+//     broker host (the frame's length is taken; IPv6 payload lengths
+//     alike); an FCS that a pcap header's link-type FCS bits or a pcapng
+//     interface's if_fcslen declares (stripped from Ethernet frames before
+//     IP; undeclared, the IP length trims it as it trims padding).
 //
 // Hot path: a classic pcap file is mapped into memory and its packets are
 // handed out where they lie, valid until Close (Packet.Stable), with the

@@ -92,6 +92,7 @@ type source struct {
 	mapped *mappedRecords  // pr when the file is read through a mapping
 	ng     *ngRecords      // pr when pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
+	fcs    int             // classic pcap: bytes of FCS at the end of each frame
 	frame  int64           // frames read so far
 	stop   error           // what stopped the file before its end, a *FrameError
 	longer longerRecords   // records captured longer than the frame was
@@ -181,7 +182,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 // mappedSource is the source of a classic pcap file read through a
 // mapping (mapped.go).
 func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
-	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link}
+	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link, fcs: recs.fcs}
 	s.head.TCP = &s.tcp.TCP
 	s.head.Stable = true
 	return s
@@ -241,7 +242,7 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 			return nil, headerError(fail, "pcap", err)
 		}
 		_, _ = br.Discard(24)
-		s.pr, s.link = &pcapRecords{pcapFormat: format, br: br}, link
+		s.pr, s.link, s.fcs = &pcapRecords{pcapFormat: format, br: br}, link, format.fcs
 	default:
 		if compressed {
 			return nil, fail("not a pcap or pcapng file (gzip-compressed, starts with % x)", magic)
@@ -327,9 +328,9 @@ func (r *Reader) advance(s *source) bool {
 		s.frame++
 		r.stats.Packets++
 		r.stats.Bytes += int64(len(data))
-		link := s.link
+		link, fcs := s.link, s.fcs
 		if s.ng != nil {
-			link = s.ng.link
+			link, fcs = s.ng.link, s.ng.fcs
 		}
 		wire := ci.Length
 		if len(data) > wire {
@@ -343,11 +344,15 @@ func (r *Reader) advance(s *source) bool {
 			r.stats.Filtered++
 			continue
 		}
+		frame, frameLen := data, wire
+		if fcs != 0 {
+			frame, frameLen = stripFCS(data, wire, fcs)
+		}
 		tcp := &s.tcp
 		if r.leaveTCP {
 			tcp = nil
 		}
-		v, info := decodeFrame(link, data, tcp, &s.head.Network)
+		v, info := decodeFrame(link, frame, frameLen-len(frame), tcp, &s.head.Network)
 		if !r.stats.count(v, info) {
 			continue
 		}
@@ -359,6 +364,14 @@ func (r *Reader) advance(s *source) bool {
 		s.head.WireLength = wire
 		return true
 	}
+}
+
+// stripFCS takes the FCS, the last fcs bytes of a frame of wire bytes on
+// the wire, off the captured bytes data (a snap length may have cut it
+// already), and returns them with the frame's length without it.
+func stripFCS(data []byte, wire, fcs int) ([]byte, int) {
+	wire = max(wire-fcs, 0)
+	return data[:min(len(data), wire)], wire
 }
 
 // noteLonger counts a record captured longer than its original length.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -462,4 +463,37 @@ func (w *ngWriter) epb(r qrec) {
 	body = w.order.AppendUint32(w.order.AppendUint32(body, uint32(ts>>32)), uint32(ts))
 	body = w.order.AppendUint32(w.order.AppendUint32(body, uint32(len(r.data))), uint32(r.orig))
 	w.block(ngEPB, append(body, r.data...))
+}
+
+// setIPv4Total puts total into the IPv4 header at off in frame (a copy),
+// with the header checksum made again.
+func setIPv4Total(frame []byte, off, total int) []byte {
+	f := bytes.Clone(frame)
+	ip := f[off:]
+	binary.BigEndian.PutUint16(ip[2:], uint16(total))
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	ihl := int(ip[0]&0x0f) * 4
+	var sum uint32
+	for i := 0; i < ihl; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	return f
+}
+
+// setIPv6Length puts plen into the payload length of the IPv6 header at
+// off in frame (a copy).
+func setIPv6Length(frame []byte, off, plen int) []byte {
+	f := bytes.Clone(frame)
+	binary.BigEndian.PutUint16(f[off+4:], uint16(plen))
+	return f
+}
+
+// withFCS is frame with its Ethernet FCS (CRC-32, least significant byte
+// first, as it is sent) after it.
+func withFCS(frame []byte) []byte {
+	return binary.LittleEndian.AppendUint32(bytes.Clone(frame), crc32.ChecksumIEEE(frame))
 }

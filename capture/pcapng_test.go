@@ -116,7 +116,7 @@ func TestNgRecordsMatchPcapgo(t *testing.T) {
 	inputs := map[string][]byte{
 		"two interfaces": ngBytes(t, []layers.LinkType{layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL2}, rs),
 	}
-	for _, name := range []string{"caplen-gt-len.pcapng", "blocks.pcapng"} {
+	for _, name := range []string{"caplen-gt-len.pcapng", "fcs.pcapng", "blocks.pcapng"} {
 		b, err := os.ReadFile(quirkPath(name))
 		if err != nil {
 			t.Fatal(err)
@@ -296,7 +296,7 @@ func TestNgTimestamps(t *testing.T) {
 // FuzzNgRecords compares ngRecords with pcapgo's reader on any bytes after
 // a section header: where both read a packet it is the same packet.
 func FuzzNgRecords(f *testing.F) {
-	for _, name := range []string{"caplen-gt-len.pcapng", "blocks.pcapng"} {
+	for _, name := range []string{"caplen-gt-len.pcapng", "fcs.pcapng", "blocks.pcapng"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "quirks", name))
 		if err != nil {
 			f.Fatal(err)

@@ -27,10 +27,12 @@ var update = flag.Bool("update", false, "rewrite the quirk captures under testda
 
 // Segments of the quirk captures: a broker host's view of one connection.
 var (
-	qReq = seg{src: "10.0.0.1", dst: "10.0.0.2", sport: 40000, dport: 9092, seq: 1000, payload: "a Kafka request"}
-	qAck = seg{src: "10.0.0.1", dst: "10.0.0.2", sport: 40000, dport: 9092, seq: 1015, payload: "hi"}
-	qMid = seg{src: "10.0.0.2", dst: "10.0.0.1", sport: 9092, dport: 40000, seq: 68990, payload: strings.Repeat("more ", 290)}
-	qV6  = seg{src: "2001:db8::1", dst: "2001:db8::2", sport: 40001, dport: 9092, seq: 300, payload: "a Kafka request over IPv6"}
+	qReq  = seg{src: "10.0.0.1", dst: "10.0.0.2", sport: 40000, dport: 9092, seq: 1000, payload: "a Kafka request"}
+	qAck  = seg{src: "10.0.0.1", dst: "10.0.0.2", sport: 40000, dport: 9092, seq: 1015, payload: "hi"}
+	qBig  = seg{src: "10.0.0.2", dst: "10.0.0.1", sport: 9092, dport: 40000, seq: 5000, payload: strings.Repeat("a TSO-sized Kafka response ", 2370)} // 63990 bytes
+	qMid  = seg{src: "10.0.0.2", dst: "10.0.0.1", sport: 9092, dport: 40000, seq: 68990, payload: strings.Repeat("more ", 290)}
+	qV6   = seg{src: "2001:db8::1", dst: "2001:db8::2", sport: 40001, dport: 9092, seq: 300, payload: "a Kafka request over IPv6"}
+	qV6Rx = seg{src: "2001:db8::2", dst: "2001:db8::1", sport: 9092, dport: 40001, seq: 900, payload: strings.Repeat("IPv6 GRO ", 200)}
 )
 
 // quirk is one committed quirk capture and what reading it must give.
@@ -104,6 +106,69 @@ func quirkFiles() []quirk {
 			problems: []string{"read F: frame 2: captured length 1504 exceeds the original length 60; read as captured, as Wireshark reads it"},
 		},
 		{
+			// Captured on the broker host: a 64 KiB TSO send with an
+			// IPv4 total length of 0, a GRO-merged receive whose total
+			// length is over the frame, a padded ACK (trimmed to the
+			// total length as ever), and IPv6 with a payload length over
+			// the frame.
+			name: "tso.pcap",
+			build: func(t testing.TB) []byte {
+				return pcapRaw(262144, link, whole(
+					setIPv4Total(ether(t, qBig.ip4(t)), 14, 0),
+					setIPv4Total(ether(t, qMid.ip4(t)), 14, 60000),
+					ether(t, qAck.ip4(t)),
+					setIPv6Length(ether(t, qV6Rx.ip6(t)), 14, 9000),
+					ether(t, qV6.ip6(t)),
+				))
+			},
+			want:  []string{qline(1, qBig), qline(2, qMid), qline(3, qAck), qline(4, qV6Rx), qline(5, qV6)},
+			stats: Stats{Packets: 5, Bytes: 64044 + 1504 + 60 + 1874 + 99, TCP: 5, Padded: 1},
+		},
+		{
+			// Ethernet frames with their FCS, which the link-type
+			// field's FCS bits declare (2 16-bit words): where the IP
+			// length says nothing (TSO's 0) only stripping it keeps the
+			// FCS out of the payload.
+			name: "fcs.pcap",
+			build: func(t testing.TB) []byte {
+				return pcapRaw(262144, 0x24000000|link, whole(
+					withFCS(ether(t, qReq.ip4(t))),
+					withFCS(setIPv4Total(ether(t, qBig.ip4(t)), 14, 0)),
+					withFCS(ether(t, qAck.ip4(t))),
+					withFCS(ether(t, qV6.ip6(t))),
+				))
+			},
+			want:  []string{qline(1, qReq), qline(2, qBig), qline(3, qAck), qline(4, qV6)},
+			stats: Stats{Packets: 4, Bytes: 73 + 64048 + 64 + 103, TCP: 4, Padded: 1},
+		},
+		{
+			// pcapng: interface 0 declares a 32-bit FCS (if_fcslen, in
+			// bits as the specification says), interface 1 none, and
+			// interface 2 says 4, which Wireshark takes as bytes.
+			name: "fcs.pcapng",
+			build: func(t testing.TB) []byte {
+				w := &ngWriter{}
+				w.shb(binary.LittleEndian)
+				w.idb(layers.LinkTypeEthernet, 262144, w.option(optFCSLen, []byte{32}))
+				w.idb(layers.LinkTypeEthernet, 262144)
+				w.idb(layers.LinkTypeEthernet, 262144, w.option(optFCSLen, []byte{4}))
+				tso := setIPv4Total(ether(t, qMid.ip4(t)), 14, 0)
+				for _, r := range []qrec{
+					{data: withFCS(ether(t, qReq.ip4(t))), iface: 0},
+					{data: withFCS(tso), iface: 0},
+					{data: tso, iface: 1},
+					{data: withFCS(tso), iface: 2},
+					{data: withFCS(ether(t, qAck.ip4(t))), iface: 2},
+				} {
+					r.orig = len(r.data)
+					w.epb(r)
+				}
+				return w.b.Bytes()
+			},
+			want:  []string{qline(1, qReq), qline(2, qMid), qline(3, qMid), qline(4, qMid), qline(5, qAck)},
+			stats: Stats{Packets: 5, Bytes: 73 + 1508 + 1504 + 1508 + 64, TCP: 5, Padded: 1},
+		},
+		{
 			// pcapng with blocks that hold no packet between the
 			// packets: Decryption Secrets (one before the first
 			// interface), custom blocks of both kinds, a systemd journal
@@ -143,6 +208,16 @@ func quirkFiles() []quirk {
 			},
 			want:  []string{qline(1, qReq), qline(3, qMid), qline(6, qAck), qline(8, qV6)},
 			stats: Stats{Packets: 8, Bytes: 69 + 1504 + 60 + 99, TCP: 4, NotTCP: 4, Padded: 1},
+		},
+		{
+			// A snap length of 0 in the file header: no limit, to
+			// Wireshark as to us.
+			name: "snaplen-0.pcap",
+			build: func(t testing.TB) []byte {
+				return pcapRaw(0, link, whole(ether(t, qReq.ip4(t)), ether(t, qMid.ip4(t)), setIPv4Total(ether(t, qBig.ip4(t)), 14, 0)))
+			},
+			want:  []string{qline(1, qReq), qline(2, qMid), qline(3, qBig)},
+			stats: Stats{Packets: 3, Bytes: 69 + 1504 + 64044, TCP: 3},
 		},
 	}
 }
@@ -308,4 +383,53 @@ func needTshark(t *testing.T) string {
 		t.Skip("tshark is not installed (apt-get install tshark): the Wireshark cross-check is skipped")
 	}
 	return p
+}
+
+// TestQuirksInMemory: with the snap length cutting a frame, TSO lengths
+// and a declared FCS still tell the bytes that are missing (a cut, later a
+// gap) from bytes that never were; and the cases not in the committed
+// files.
+func TestQuirksInMemory(t *testing.T) {
+	const link = uint32(layers.LinkTypeEthernet)
+	tso := setIPv4Total(ether(t, qBig.ip4(t)), 14, 0)
+	over := setIPv4Total(ether(t, qMid.ip4(t)), 14, 60000)
+	req := withFCS(ether(t, qReq.ip4(t)))
+	cases := []struct {
+		name    string
+		network uint32
+		r       qrec
+		want    []string
+		stats   Stats
+	}{
+		{"total 0, cut", link, qrec{data: tso[:200], orig: len(tso)}, []string{qlineN(1, qBig, 146) + " cut"},
+			Stats{Packets: 1, Bytes: 200, TCP: 1, Cut: 1}},
+		{"total over the frame, cut", link, qrec{data: over[:200], orig: len(over)}, []string{qlineN(1, qMid, 146) + " cut"},
+			Stats{Packets: 1, Bytes: 200, TCP: 1, Cut: 1}},
+		{"FCS, cut in the payload", 0x24000000 | link, qrec{data: req[:60], orig: len(req)}, []string{qlineN(1, qReq, 6) + " cut"},
+			Stats{Packets: 1, Bytes: 60, TCP: 1, Cut: 1}},
+		{"FCS, cut in the FCS", 0x24000000 | link, qrec{data: req[:len(req)-2], orig: len(req)}, []string{qline(1, qReq)},
+			Stats{Packets: 1, Bytes: int64(len(req) - 2), TCP: 1}},
+		{"FCS longer than the frame", 0x24000000 | link, qrec{data: req[:3], orig: 3}, nil,
+			Stats{Packets: 1, Bytes: 3, Malformed: 1}},
+		// tshark 4.0 does not dissect TCP here ("IPv6 payload length
+		// equals 0"); an IPv6 TSO send looks so, and the frame is all
+		// there is, as for IPv4's total length of 0.
+		{"IPv6 payload length 0", link, qrec{data: setIPv6Length(ether(t, qV6.ip6(t)), 14, 0), orig: 99}, []string{qline(1, qV6)},
+			Stats{Packets: 1, Bytes: 99, TCP: 1}},
+		{"FCS bits on raw IP: no FCS", 0x24000000 | uint32(layers.LinkTypeRaw), qrec{data: setIPv4Total(qReq.ip4(t), 0, 0), orig: 55}, []string{qline(1, qReq)},
+			Stats{Packets: 1, Bytes: 55, TCP: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := pcapRaw(262144, c.network, []qrec{c.r})
+			for _, stdin := range []bool{false, true} {
+				path := writeFile(t, t.TempDir(), "cut.pcap", b)
+				got, st, probs := readQuirk(t, path, stdin)
+				checkLines(t, got, c.want)
+				if st != c.stats || len(probs) != 0 {
+					t.Errorf("stdin %v: stats %+v, problems %q\nwant  %+v", stdin, st, probs, c.stats)
+				}
+			}
+		})
+	}
 }
