@@ -49,8 +49,8 @@ const (
 const ngByteOrderMagic = 0x1a2b3c4d
 
 // maxBlockLength bounds a block read whole into memory: packet blocks and
-// interface and section headers (other blocks are skipped unread). It is
-// the same bound Wireshark sets.
+// interface and section headers (other blocks are skipped unread), far
+// over any real one, so that a lying length is an error, not memory.
 const maxBlockLength = 16 << 20
 
 // ngRecords reads the blocks of a pcapng file out of the input's read
