@@ -70,10 +70,12 @@ type frameInfo struct {
 	seg    []byte // the TCP segment, trimmed to the IP length
 }
 
-// decodeFrame decodes one frame of the given link type. For a TCP segment it
-// fills flow and, when tcp is not nil, tcp (whose Payload aliases data,
-// trimmed to the IP length).
-func decodeFrame(link layers.LinkType, data []byte, tcp *tcpLayer, flow *gopacket.Flow) (verdict, frameInfo) {
+// decodeFrame decodes one frame of the given link type, without its FCS.
+// missing is how many bytes of the frame the capture left out (the snap
+// length cut them): the IP packet had that many more on the wire. For a
+// TCP segment it fills flow and, when tcp is not nil, tcp (whose Payload
+// aliases data, trimmed to the IP length).
+func decodeFrame(link layers.LinkType, data []byte, missing int, tcp *tcpLayer, flow *gopacket.Flow) (verdict, frameInfo) {
 	ipb, version, v := linkPayload(link, data)
 	if v != isTCP {
 		return v, frameInfo{}
@@ -85,9 +87,9 @@ func decodeFrame(link layers.LinkType, data []byte, tcp *tcpLayer, flow *gopacke
 	)
 	switch version {
 	case 4:
-		seg, declared, v, info = ipv4(ipb, flow)
+		seg, declared, v, info = ipv4(ipb, len(ipb)+missing, flow)
 	case 6:
-		seg, declared, v, info = ipv6(ipb, flow)
+		seg, declared, v, info = ipv6(ipb, len(ipb)+missing, flow)
 	default:
 		return notTCP, frameInfo{}
 	}
@@ -190,8 +192,10 @@ func etherPayload(et uint16, b []byte) ([]byte, int, verdict) {
 	return nil, 0, notTCP
 }
 
-// ipv4 parses an IPv4 header (options included) and returns the TCP segment.
-func ipv4(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
+// ipv4 parses an IPv4 header (options included) and returns the TCP
+// segment. wire is the longest the packet can be: its captured bytes and
+// those of its frame the snap length cut.
+func ipv4(b []byte, wire int, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
 	if len(b) < 20 || b[0]>>4 != 4 {
 		return nil, 0, isMalformed, info
 	}
@@ -200,11 +204,13 @@ func ipv4(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, i
 		return nil, 0, isMalformed, info
 	}
 	total := int(binary.BigEndian.Uint16(b[2:4]))
-	if total == 0 {
-		// A total length of 0 is what a host capturing its own TSO/GSO
-		// sends looks like: the NIC fills the length in later. Wireshark
-		// then takes the captured length; so do we.
-		total = len(b)
+	if total == 0 || total > wire {
+		// A total length of 0, left for the NIC to fill in by TSO/GSO
+		// on the capturing host, or one over the frame (GRO and LRO
+		// merges, seen on a broker host): Wireshark takes the frame's
+		// length then, and so do we. Only bytes the snap length cut
+		// count as missing.
+		total = wire
 	}
 	if total < ihl {
 		return nil, 0, isMalformed, info
@@ -224,8 +230,8 @@ func ipv4(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, i
 }
 
 // ipv6 parses an IPv6 header and the extension headers before TCP, and
-// returns the TCP segment.
-func ipv6(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
+// returns the TCP segment. wire is as for ipv4.
+func ipv6(b []byte, wire int, flow *gopacket.Flow) (seg []byte, declared int, v verdict, info frameInfo) {
 	if len(b) < 40 || b[0]>>4 != 6 {
 		return nil, 0, isMalformed, info
 	}
@@ -233,10 +239,10 @@ func ipv6(b []byte, flow *gopacket.Flow) (seg []byte, declared int, v verdict, i
 	next := b[6]
 	src, dst := b[8:24], b[24:40]
 	rest := b[40:]
-	if plen == 0 {
+	if plen == 0 || plen > wire-40 {
 		// A jumbogram, or TSO on the capturing host as for IPv4: the
-		// captured bytes are all there is to go by.
-		plen = len(rest)
+		// frame is all there is to go by.
+		plen = wire - 40
 	}
 	if len(rest) > plen {
 		rest = rest[:plen]

@@ -4,9 +4,12 @@
 // It owns:
 //
 //   - opening inputs: classic pcap (either byte order, micro- or nanosecond
-//     timestamps) and pcapng (several interfaces with different link types),
-//     each possibly gzip-compressed, from files or standard input, told apart
-//     by their first bytes rather than by file names;
+//     timestamps) and pcapng (several interfaces with different link types,
+//     several sections), each possibly gzip-compressed, from files or
+//     standard input, told apart by their first bytes rather than by file
+//     names. pcapng blocks are read here, not by pcapgo's NgReader, which
+//     drops the interface option that declares an FCS and skips blocks
+//     Wireshark numbers as frames (pcapng.go);
 //   - merging several inputs into one stream in capture-time order, while
 //     keeping each file's own order (a pcapng may go back in time);
 //   - frame numbering: 1-based per input file, counting every frame, TCP or
@@ -17,7 +20,20 @@
 //     network flows ready for gopacket's reassembly.Assembler;
 //   - bad input: a truncated file, a frame cut by the snap length or a
 //     malformed header is counted or recorded with its file and frame, and
-//     reading goes on; nothing in a file can make the reader panic.
+//     reading goes on; nothing in a file can make the reader panic;
+//   - quirks of real captures, read as Wireshark reads them: pcapng blocks
+//     that hold no packet (custom blocks, systemd journal and sysdig event
+//     blocks take a frame number, as in Wireshark 4.0; statistics, name
+//     resolution, decryption secrets and unknown blocks are skipped
+//     unread, so secrets are never in memory); records captured longer
+//     than the frame's original length (the captured bytes are read, and
+//     the file has one problem, which Recovered tells from one that stopped
+//     it); a snap length of 0 in a pcap header (no limit); the IPv4 total
+//     length of 0 or over the frame that TSO/GSO, GRO and LRO leave on a
+//     broker host (the frame's length is taken; IPv6 payload lengths
+//     alike); an FCS that a pcap header's link-type FCS bits or a pcapng
+//     interface's if_fcslen declares (stripped from Ethernet frames before
+//     IP; undeclared, the IP length trims it as it trims padding).
 //
 // Hot path: a classic pcap file is mapped into memory and its packets are
 // handed out where they lie, valid until Close (Packet.Stable), with the
@@ -27,12 +43,9 @@
 // Other inputs (stdin, pcapng, gzip) are read with zero-copy reads out of a
 // read buffer. Headers are decoded into layer structs that are reused, the
 // TCP options skipped (TCPDecoder), so reading allocates nothing per
-// packet. The one exception is inside pcapgo: its pcapng reader boxes each
-// packet's link type into an interface, which allocates for link types of
-// 256 and above (SLL2, as dumpcap writes for "-i any"). Several files are
-// merged without copying: a file is read on only after its last packet was
-// handed out, at the next call to Next, so that packet's bytes stay valid
-// until then.
+// packet. Several files are merged without copying: a file is read on only
+// after its last packet was handed out, at the next call to Next, so that
+// packet's bytes stay valid until then.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture

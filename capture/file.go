@@ -13,7 +13,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // Read buffer of each input. pcapgo's readers take a *bufio.Reader of at
@@ -63,7 +62,6 @@ type Reader struct {
 	primed   bool
 	closed   bool
 	stats    Stats
-	problems []error
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 	leaveTCP bool
@@ -80,7 +78,7 @@ func (r *Reader) LeaveTCP() {
 }
 
 // packetSource is what the record readers offer: pcapRecords,
-// mappedRecords and pcapgo's pcapng reader.
+// mappedRecords and ngRecords.
 type packetSource interface {
 	ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error)
 }
@@ -92,11 +90,22 @@ type source struct {
 	closer io.Closer // nil for stdin: the caller owns it
 	pr     packetSource
 	mapped *mappedRecords  // pr when the file is read through a mapping
-	ng     bool            // pcapng: the link type comes with each packet
+	ng     *ngRecords      // pr when pcapng: the link type comes with each packet
 	link   layers.LinkType // classic pcap: the file's link type
+	fcs    int             // classic pcap: bytes of FCS at the end of each frame
 	frame  int64           // frames read so far
+	stop   error           // what stopped the file before its end, a *FrameError
+	longer longerRecords   // records captured longer than the frame was
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
+}
+
+// longerRecords counts the records of a file whose captured length exceeds
+// the frame's original length, which Wireshark reads as captured.
+type longerRecords struct {
+	n                  int64 // how many
+	first              int64 // frame number of the first
+	captured, original int   // its lengths
 }
 
 // countingReader adds the bytes read through it to total (the progress
@@ -173,7 +182,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 // mappedSource is the source of a classic pcap file read through a
 // mapping (mapped.go).
 func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
-	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link}
+	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link, fcs: recs.fcs}
 	s.head.TCP = &s.tcp.TCP
 	s.head.Stable = true
 	return s
@@ -221,11 +230,11 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 	}
 	switch {
 	case string(magic) == "\x0a\x0d\x0d\x0a":
-		ng, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{WantMixedLinkType: true})
+		ng, err := newNgRecords(br)
 		if err != nil {
 			return nil, headerError(fail, "pcapng", err)
 		}
-		s.pr, s.ng = ng, true
+		s.pr, s.ng = ng, ng
 	case isPcapMagic(magic):
 		hdr, _ := br.Peek(24)
 		format, link, err := pcapHeader(hdr)
@@ -233,7 +242,7 @@ func (r *Reader) newSource(index int, name string, raw io.Reader, bufSize int) (
 			return nil, headerError(fail, "pcap", err)
 		}
 		_, _ = br.Discard(24)
-		s.pr, s.link = &pcapRecords{pcapFormat: format, br: br}, link
+		s.pr, s.link, s.fcs = &pcapRecords{pcapFormat: format, br: br}, link, format.fcs
 	default:
 		if compressed {
 			return nil, fail("not a pcap or pcapng file (gzip-compressed, starts with % x)", magic)
@@ -308,9 +317,8 @@ func (r *Reader) advance(s *source) bool {
 	for {
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
-			// io.EOF is a clean end: the classic readers report a file
-			// that ends inside a record as io.ErrUnexpectedEOF, and
-			// pcapgo's pcapng reader one that ends inside a block.
+			// io.EOF is a clean end: the readers report a file that
+			// ends inside a record or block as io.ErrUnexpectedEOF.
 			if err == io.EOF {
 				return false
 			}
@@ -320,29 +328,31 @@ func (r *Reader) advance(s *source) bool {
 		s.frame++
 		r.stats.Packets++
 		r.stats.Bytes += int64(len(data))
-		link := s.link
-		if s.ng {
-			// pcapgo puts each packet's interface link type here; anything
-			// else would be a bug there, and is read as an unknown link.
-			// (Boxing a link type of 256 or more, such as SLL2, into this
-			// interface costs pcapgo one small allocation per packet; the
-			// interface index alone cannot be trusted across sections.)
-			link = linkUnknown
-			if len(ci.AncillaryData) > 0 {
-				if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
-					link = lt
-				}
-			}
+		link, fcs := s.link, s.fcs
+		if s.ng != nil {
+			link, fcs = s.ng.link, s.ng.fcs
+		}
+		wire := ci.Length
+		if len(data) > wire {
+			// The record holds more than the frame had on the wire: its
+			// bytes are what there is, so they are read, as Wireshark
+			// does, and the file is reported once.
+			s.noteLonger(len(data), wire)
+			wire = len(data)
 		}
 		if r.filter.f != nil && !r.filter.accept(link, data) {
 			r.stats.Filtered++
 			continue
 		}
+		frame, frameLen := data, wire
+		if fcs != 0 {
+			frame, frameLen = stripFCS(data, wire, fcs)
+		}
 		tcp := &s.tcp
 		if r.leaveTCP {
 			tcp = nil
 		}
-		v, info := decodeFrame(link, data, tcp, &s.head.Network)
+		v, info := decodeFrame(link, frame, frameLen-len(frame), tcp, &s.head.Network)
 		if !r.stats.count(v, info) {
 			continue
 		}
@@ -351,20 +361,36 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Time = ci.Timestamp
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
-		s.head.WireLength = ci.Length
+		s.head.WireLength = wire
 		return true
 	}
+}
+
+// stripFCS takes the FCS, the last fcs bytes of a frame of wire bytes on
+// the wire, off the captured bytes data (a snap length may have cut it
+// already), and returns them with the frame's length without it.
+func stripFCS(data []byte, wire, fcs int) ([]byte, int) {
+	wire = max(wire-fcs, 0)
+	return data[:min(len(data), wire)], wire
+}
+
+// noteLonger counts a record captured longer than its original length.
+func (s *source) noteLonger(captured, original int) {
+	if s.longer.n == 0 {
+		s.longer = longerRecords{first: s.frame, captured: captured, original: original}
+	}
+	s.longer.n++
 }
 
 // fileProblem records why s could not be read to its end.
 func (r *Reader) fileProblem(s *source, err error) {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = errTruncatedRecord
-		if s.ng {
+		if s.ng != nil {
 			err = errTruncatedBlock
 		}
 	}
-	r.problems = append(r.problems, &FrameError{File: s.name, Frame: s.frame + 1, Err: err})
+	s.stop = &FrameError{File: s.name, Frame: s.frame + 1, Err: err}
 }
 
 // before orders heads by time, then by file index.
@@ -417,10 +443,50 @@ func (r *Reader) pop() {
 // what Next has returned, so the counts may include that packet.
 func (r *Reader) Stats() Stats { return r.stats }
 
-// Problems returns what stopped a file before its end, one *FrameError per
-// file, naming the file and the frame.
+// Problems returns the input problems, as *FrameError values naming the
+// file and the frame, in the order of the files: for each file, the
+// quirk of its records that was read past (see Recovered), if any, then
+// what stopped it before its end, if anything did.
 func (r *Reader) Problems() []error {
-	return append([]error(nil), r.problems...)
+	var out []error
+	for _, s := range r.srcs {
+		if l := s.longer; l.n > 0 {
+			out = append(out, &FrameError{File: s.name, Frame: l.first, Err: &LongerError{Captured: l.captured, Original: l.original, More: l.n - 1}})
+		}
+		if s.stop != nil {
+			out = append(out, s.stop)
+		}
+	}
+	return out
+}
+
+// LongerError is the problem of a file whose records say that frames were
+// captured longer than they were on the wire, which a capture cannot be.
+// Wireshark reads the bytes the record holds, and so does the Reader: the
+// file is read to its end, and this is reported once for it, at the first
+// such frame.
+type LongerError struct {
+	Captured, Original int   // the first such frame's lengths
+	More               int64 // how many more frames of the file are so
+}
+
+func (e *LongerError) Error() string {
+	msg := "captured length " + strconv.Itoa(e.Captured) + " exceeds the original length " + strconv.Itoa(e.Original)
+	switch {
+	case e.More == 1:
+		msg += " (so does 1 more frame)"
+	case e.More > 1:
+		msg += " (so do " + strconv.FormatInt(e.More, 10) + " more frames)"
+	}
+	return msg + "; read as captured, as Wireshark reads it"
+}
+
+// Recovered reports whether err, one of Reader.Problems, left its file
+// read to its end: a quirk of the file's records that the Reader read past
+// (a *LongerError), not what stopped the file.
+func Recovered(err error) bool {
+	var l *LongerError
+	return errors.As(err, &l)
 }
 
 // Files returns the input names in the order given, stdin shown as "stdin";

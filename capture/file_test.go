@@ -787,6 +787,12 @@ func TestPacketBytesValidUntilNext(t *testing.T) {
 // benchCapture is an in-memory pcap of n Ethernet/IPv4 TCP packets on a
 // handful of connections, with Kafka-sized payloads.
 func benchCapture(tb testing.TB, n int) []byte {
+	b, _ := benchRecords(tb, n)
+	return b
+}
+
+// benchRecords is benchCapture, with its records.
+func benchRecords(tb testing.TB, n int) ([]byte, []rec) {
 	payload := make([]byte, 300)
 	for i := range payload {
 		payload[i] = byte(i)
@@ -799,7 +805,7 @@ func benchCapture(tb testing.TB, n int) []byte {
 		}
 		rs = append(rs, rec{ts: t0.Add(time.Duration(i) * 10 * time.Microsecond), data: ether(tb, s.ip4(tb))})
 	}
-	return pcapBytes(tb, layers.LinkTypeEthernet, false, rs)
+	return pcapBytes(tb, layers.LinkTypeEthernet, false, rs), rs
 }
 
 func BenchmarkReader(b *testing.B) {

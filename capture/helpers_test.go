@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"os"
@@ -360,4 +361,139 @@ func checkLines(t *testing.T, got, want []string) {
 			t.Errorf("packet %d:\n got  %s\n want %s", i, g, w)
 		}
 	}
+}
+
+// Quirk captures (quirks_test.go, pcapng_test.go): records that state
+// any original length, and pcapng written by hand.
+
+// qrec is one record of a quirk capture: the bytes it holds and the
+// original length it states.
+type qrec struct {
+	data  []byte
+	orig  int
+	iface int
+}
+
+func whole(frames ...[]byte) []qrec {
+	out := make([]qrec, len(frames))
+	for i, f := range frames {
+		out[i] = qrec{data: f, orig: len(f)}
+	}
+	return out
+}
+
+// qtime is the capture time of record i.
+func qtime(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+
+// pcapRaw writes a classic little-endian microsecond pcap with the given
+// snap length and link-type field (its FCS bits included).
+func pcapRaw(snap, network uint32, rs []qrec) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, 24)
+	le.PutUint32(b[0:], 0xa1b2c3d4)
+	le.PutUint16(b[4:], 2)
+	le.PutUint16(b[6:], 4)
+	le.PutUint32(b[16:], snap)
+	le.PutUint32(b[20:], network)
+	for i, r := range rs {
+		h := make([]byte, 16)
+		ts := qtime(i)
+		le.PutUint32(h[0:], uint32(ts.Unix()))
+		le.PutUint32(h[4:], uint32(ts.Nanosecond()/1000))
+		le.PutUint32(h[8:], uint32(len(r.data)))
+		le.PutUint32(h[12:], uint32(r.orig))
+		b = append(append(b, h...), r.data...)
+	}
+	return b
+}
+
+// ngWriter writes pcapng by hand: pcapgo writes neither if_fcslen nor the
+// blocks the quirks are about, nor big-endian sections.
+type ngWriter struct {
+	b     bytes.Buffer
+	order byteOrder
+	n     int // packets written, for their times
+}
+
+type byteOrder interface {
+	binary.ByteOrder
+	binary.AppendByteOrder
+}
+
+func (w *ngWriter) block(typ uint32, body []byte) {
+	body = append(body, make([]byte, (4-len(body)%4)%4)...)
+	n := uint32(12 + len(body))
+	w.b.Write(w.order.AppendUint32(w.order.AppendUint32(nil, typ), n))
+	w.b.Write(body)
+	w.b.Write(w.order.AppendUint32(nil, n))
+}
+
+// shb starts a section in the given byte order.
+func (w *ngWriter) shb(order byteOrder) {
+	w.order = order
+	body := order.AppendUint32(nil, ngByteOrderMagic)
+	body = order.AppendUint16(order.AppendUint16(body, 1), 0)
+	body = order.AppendUint64(body, ^uint64(0))
+	w.block(ngSHB, body)
+}
+
+// option is one option's bytes, padded.
+func (w *ngWriter) option(code uint16, v []byte) []byte {
+	b := w.order.AppendUint16(w.order.AppendUint16(nil, code), uint16(len(v)))
+	return append(append(b, v...), make([]byte, (4-len(v)%4)%4)...)
+}
+
+// idb describes an interface with nanosecond timestamps and the given
+// options.
+func (w *ngWriter) idb(link layers.LinkType, snap uint32, opts ...[]byte) {
+	body := w.order.AppendUint16(w.order.AppendUint16(nil, uint16(link)), 0)
+	body = w.order.AppendUint32(body, snap)
+	body = append(body, w.option(optTSResol, []byte{9})...)
+	for _, o := range opts {
+		body = append(body, o...)
+	}
+	body = append(body, 0, 0, 0, 0) // end of options
+	w.block(ngIDB, body)
+}
+
+func (w *ngWriter) epb(r qrec) {
+	ts := uint64(qtime(w.n).UnixNano())
+	w.n++
+	body := w.order.AppendUint32(nil, uint32(r.iface))
+	body = w.order.AppendUint32(w.order.AppendUint32(body, uint32(ts>>32)), uint32(ts))
+	body = w.order.AppendUint32(w.order.AppendUint32(body, uint32(len(r.data))), uint32(r.orig))
+	w.block(ngEPB, append(body, r.data...))
+}
+
+// setIPv4Total puts total into the IPv4 header at off in frame (a copy),
+// with the header checksum made again.
+func setIPv4Total(frame []byte, off, total int) []byte {
+	f := bytes.Clone(frame)
+	ip := f[off:]
+	binary.BigEndian.PutUint16(ip[2:], uint16(total))
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	ihl := int(ip[0]&0x0f) * 4
+	var sum uint32
+	for i := 0; i < ihl; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
+	return f
+}
+
+// setIPv6Length puts plen into the payload length of the IPv6 header at
+// off in frame (a copy).
+func setIPv6Length(frame []byte, off, plen int) []byte {
+	f := bytes.Clone(frame)
+	binary.BigEndian.PutUint16(f[off+4:], uint16(plen))
+	return f
+}
+
+// withFCS is frame with its Ethernet FCS (CRC-32, least significant byte
+// first, as it is sent) after it.
+func withFCS(frame []byte) []byte {
+	return binary.LittleEndian.AppendUint32(bytes.Clone(frame), crc32.ChecksumIEEE(frame))
 }

@@ -286,7 +286,7 @@ func (l *Live) Next(p *Packet) error {
 		}
 		l.stats.Packets++
 		l.stats.Bytes += int64(len(data))
-		v, info := decodeFrame(l.link, data, &l.tcp, &p.Network)
+		v, info := decodeFrame(l.link, data, max(ci.Length-len(data), 0), &l.tcp, &p.Network)
 		p.Segment = info.seg
 		if !l.stats.count(v, info) {
 			continue

@@ -34,16 +34,24 @@ type pcapFormat struct {
 	nanos  uint32 // nanoseconds per unit of the timestamp's fraction field
 	maxCap int
 	snap   uint32 // the header's snap length, named in the error for a longer record
+	fcs    int    // bytes of FCS at the end of each Ethernet frame; 0 none or unknown
 }
 
 // pcapHeader checks a classic pcap file's header with pcapgo's reader (a
-// bad header is refused in its words) and reads what it says.
+// bad header is refused in its words) and reads what it says. A snap
+// length of 0, which some writers put for "no limit", limits nothing more
+// than any other below maxRecordLength: Wireshark reads such files too.
 func pcapHeader(hdr []byte) (pcapFormat, layers.LinkType, error) {
 	pr, err := pcapgo.NewReader(bytes.NewReader(hdr))
 	if err != nil {
 		return pcapFormat{}, 0, err
 	}
-	return newPcapFormat(hdr), pr.LinkType(), nil
+	f := newPcapFormat(hdr)
+	link := pr.LinkType() // the field's low 16 bits: the FCS bits are not part of it
+	if link != linkEthernet {
+		f.fcs = 0
+	}
+	return f, link, nil
 }
 
 // newPcapFormat reads the 24-byte file header hdr, which pcapgo has checked.
@@ -59,10 +67,18 @@ func newPcapFormat(hdr []byte) pcapFormat {
 	}
 	f.snap = f.order.Uint32(hdr[16:20])
 	f.maxCap = max(int(f.snap), maxRecordLength)
+	// The link-type field's upper bits (libpcap's pcap-linktype): with
+	// the F bit 0x04000000 set, bits 28-31 count the 16-bit words of FCS
+	// at the end of every frame.
+	if network := f.order.Uint32(hdr[20:24]); network&0x04000000 != 0 {
+		f.fcs = int(network>>28) * 2
+	}
 	return f
 }
 
-// record reads the 16-byte record header h.
+// record reads the 16-byte record header h. A captured length larger than
+// the original length is no error here: the record holds that many bytes,
+// and the Reader reads them, as Wireshark does, and reports the file once.
 func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
 	ci.Timestamp = time.Unix(int64(f.order.Uint32(h[0:4])), int64(f.order.Uint32(h[4:8])*f.nanos)).UTC()
@@ -70,9 +86,6 @@ func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	ci.Length = int(f.order.Uint32(h[12:16]))
 	if ci.CaptureLength > f.maxCap {
 		return ci, fmt.Errorf("capture length exceeds snap length: %d > %d", ci.CaptureLength, f.snap)
-	}
-	if ci.CaptureLength > ci.Length {
-		return ci, fmt.Errorf("capture length exceeds original packet length: %d > %d", ci.CaptureLength, ci.Length)
 	}
 	return ci, nil
 }

@@ -119,14 +119,27 @@ type Summary struct {
 	SASLTokens int64
 	NotKafka   int64
 	Truncated  int64 // streams that ended inside a frame
-	// Problems are input errors that did not stop the run (a truncated
-	// file): one line each, naming the file.
+	// Problems are input problems that did not stop the run: what stopped
+	// a file early (a truncated file), and quirks of a file's records it
+	// was read past the way Wireshark reads them (capture.Recovered). One
+	// line each, naming the file and frame.
 	Problems []error
 	// Interrupted is true when the context ended the run early.
 	Interrupted bool
 	// CutFrames are the first frames cut by the snap length inside their
 	// TCP payload (Capture.Cut counts them all).
 	CutFrames []decode.Where
+}
+
+// InputStopped reports whether an input could not be read to its end: a
+// problem other than a quirk the file was read past.
+func (s *Summary) InputStopped() bool {
+	for _, p := range s.Problems {
+		if !capture.Recovered(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxCutFrames is how many snap-length-cut frames a Summary names.

@@ -411,3 +411,24 @@ func TestRandomSegments(t *testing.T) {
 		})
 	}
 }
+
+// TestInputStopped: a quirk a file was read past is an input problem that
+// leaves the input readable; a truncated file is not.
+func TestInputStopped(t *testing.T) {
+	longer := &capture.FrameError{File: "a.pcap", Frame: 3, Err: &capture.LongerError{Captured: 70, Original: 66}}
+	cut := &capture.FrameError{File: "b.pcap", Frame: 9, Err: io.ErrUnexpectedEOF}
+	for _, c := range []struct {
+		problems []error
+		want     bool
+	}{
+		{nil, false},
+		{[]error{longer}, false},
+		{[]error{cut}, true},
+		{[]error{longer, cut}, true},
+	} {
+		s := Summary{Problems: c.problems}
+		if got := s.InputStopped(); got != c.want {
+			t.Errorf("problems %v: InputStopped %v, want %v", c.problems, got, c.want)
+		}
+	}
+}

@@ -105,7 +105,11 @@ func build(s *Scenario) (*Built, error) {
 		conns, schedule = s.Gen()
 	}
 	b.Conns = conns
-	c := netsim.New(netsim.Options{Format: s.Format, Link: s.Link, Seed: s.Seed})
+	opt := netsim.Options{Format: s.Format, Link: s.Link, Seed: s.Seed}
+	if s.Net != nil {
+		s.Net(&opt)
+	}
+	c := netsim.New(opt)
 	st := make([]connState, len(conns))
 	for i := range st {
 		st[i].corr = conns[i].FirstCorr
@@ -269,6 +273,9 @@ func (b *Built) step(c *netsim.Capture, i int, cd *Conn, cs *connState, step *St
 	mark func(int, int), setLabel func(string, int, int) error, find func(Find, int, string)) error {
 	if step.Pause > 0 {
 		c.Advance(step.Pause)
+	}
+	for _, bl := range step.Blocks {
+		c.AddBlock(bl)
 	}
 	if step.Raw != nil {
 		if len(step.Reqs) > 0 || len(step.Resps) > 0 {

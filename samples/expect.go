@@ -144,7 +144,8 @@ func writeList(dir string, list []*Scenario) ([]Written, error) {
 func All() []*Scenario {
 	var out []*Scenario
 	for _, group := range [][]Scenario{headerScenarios(), tableScenarios(), telemetryScenarios(),
-		groupScenarios(), verdictScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios()} {
+		groupScenarios(), verdictScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios(),
+		quirkScenarios()} {
 		for i := range group {
 			out = append(out, &group[i])
 		}

@@ -44,6 +44,10 @@ type Scenario struct {
 	// Gen builds the connections and schedule of a generated scenario (the
 	// large one) instead of Conns and Schedule.
 	Gen func() ([]Conn, []int)
+	// Net, when set, adjusts the capture's netsim options beyond Format,
+	// Link and Seed: quirks of real capture files, such as a snap length
+	// of 0.
+	Net func(*netsim.Options)
 }
 
 // Verdict is a broker's KIP-1313 behaviour, as RULES.md §5 classifies it.
@@ -117,6 +121,10 @@ type Step struct {
 	Resps []*Response
 	// Raw is bytes that are not a Kafka message (TLS records, SASL tokens).
 	Raw *Raw
+	// Blocks are pcapng blocks that hold no packet (custom, Decryption
+	// Secrets, unknown), written before the step's messages; custom blocks
+	// take a frame number, as in Wireshark.
+	Blocks []netsim.Block
 }
 
 // HeaderID is the header's tag 0 (the KIP-1313 client instance ID):

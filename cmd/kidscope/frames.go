@@ -69,7 +69,9 @@ Several files are merged in time order; "-" reads standard input.`,
 
 // finalStatus reports input problems that did not stop the run and picks
 // the exit code: 130 when interrupted, 2 when an input could not be read
-// to its end, else code.
+// to its end, else code. A quirk a file was read past (such as records
+// captured longer than their frames) is reported but leaves the file
+// readable: it does not change the code.
 func finalStatus(sum *pipeline.Summary, code int) error {
 	for _, w := range sum.CutFrames {
 		fmt.Fprintf(os.Stderr, "kidscope: %s: frame %d: packet cut by the snap length; its missing bytes are a gap\n", sum.FileName(w.File), w.Frame)
@@ -83,7 +85,7 @@ func finalStatus(sum *pipeline.Summary, code int) error {
 	switch {
 	case sum.Interrupted:
 		return &exitError{code: exitInterrupted}
-	case len(sum.Problems) > 0:
+	case sum.InputStopped():
 		return &exitError{code: exitBadInput}
 	case code != exitOK:
 		return &exitError{code: code}

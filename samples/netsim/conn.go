@@ -73,6 +73,8 @@ const (
 	kOverlap
 	kLose
 	kSnapCut
+	kIPv4Length
+	kCaplenOverLen
 )
 
 // SplitAt cuts the message at these byte offsets; every piece is then cut
@@ -105,6 +107,19 @@ func Lose(i int) SegOpt { return SegOpt{kind: kLose, i: i} }
 // frame's captured length is shorter than its length on the wire. It cuts
 // the segment's first transmission; a retransmission is captured whole.
 func SnapCut(i, n int) SegOpt { return SegOpt{kind: kSnapCut, i: i, n: n} }
+
+// IPv4Length writes total as segment i's IPv4 total length instead of the
+// real one, as a capture on a broker host shows its TSO/GSO sends (0: the
+// NIC fills it in later) or GRO/LRO merges (a length over the frame). It
+// bends the segment's first transmission; IPv4 only.
+func IPv4Length(i, total int) SegOpt { return SegOpt{kind: kIPv4Length, i: i, n: total} }
+
+// CaplenOverLen makes segment i's record state an original length n bytes
+// shorter than the bytes it holds (a captured length over the original
+// length, as some converters write). It bends the segment's first
+// transmission; pcap formats only (pcapgo's pcapng writer refuses such
+// records).
+func CaplenOverLen(i, n int) SegOpt { return SegOpt{kind: kCaplenOverLen, i: i, n: n} }
 
 type span struct{ start, end int }
 
@@ -162,6 +177,8 @@ type tx struct {
 	write      bool // captured
 	deliver    bool // received by the peer
 	cut        int  // payload bytes captured, -1 for all
+	ipLen      int  // the IPv4 total length to write, -1 for the real one
+	short      int  // the record's original length is this much short
 }
 
 // Send writes data as one message (one write on the socket) from the client
@@ -224,10 +241,13 @@ func (cn *Conn) send(fromClient bool, data []byte, ends []int, opts []SegOpt) []
 	starts := make([]int, n)
 	lost := make([]bool, n)
 	cut := make([]int, n)
+	ipLen := make([]int, n)
+	short := make([]int, n)
 	order := make([]int, n)
 	for i, s := range segs {
 		starts[i] = s.start
 		cut[i] = -1
+		ipLen[i] = -1
 		order[i] = i
 	}
 	var retrans []int
@@ -264,16 +284,28 @@ func (cn *Conn) send(fromClient bool, data []byte, ends []int, opts []SegOpt) []
 				panic(fmt.Sprintf("netsim: SnapCut(%d, %d): negative length", o.i, o.n))
 			}
 			cut[o.i] = o.n
+		case kIPv4Length:
+			check("IPv4Length", o.i)
+			if cn.v6 || o.n < 0 || o.n > 0xffff {
+				panic(fmt.Sprintf("netsim: IPv4Length(%d, %d): needs IPv4 and a 16-bit length", o.i, o.n))
+			}
+			ipLen[o.i] = o.n
+		case kCaplenOverLen:
+			check("CaplenOverLen", o.i)
+			if cn.c.opt.Format == PcapNG || o.n < 1 {
+				panic(fmt.Sprintf("netsim: CaplenOverLen(%d, %d): needs a pcap format and n > 0", o.i, o.n))
+			}
+			short[o.i] = o.n
 		default:
 			panic("netsim: zero SegOpt")
 		}
 	}
 	txs := make([]tx, 0, n+len(retrans))
 	for _, i := range order {
-		txs = append(txs, tx{starts[i], segs[i].end, !lost[i], !(lost[i] && retransmitted[i]), cut[i]})
+		txs = append(txs, tx{starts[i], segs[i].end, !lost[i], !(lost[i] && retransmitted[i]), cut[i], ipLen[i], short[i]})
 	}
 	for _, i := range retrans {
-		txs = append(txs, tx{segs[i].start, segs[i].end, true, true, -1})
+		txs = append(txs, tx{segs[i].start, segs[i].end, true, true, -1, -1, 0})
 	}
 
 	base := cn.nxt[from]
@@ -287,7 +319,7 @@ func (cn *Conn) send(fromClient bool, data []byte, ends []int, opts []SegOpt) []
 			fl |= fPSH
 		}
 		frameNo, got := cn.emit(out{from: from, seq: base + uint32(t.start), fl: fl,
-			payload: data[t.start:t.end], write: t.write, deliver: t.deliver, cut: t.cut})
+			payload: data[t.start:t.end], write: t.write, deliver: t.deliver, cut: t.cut, ipLen: t.ipLen, short: t.short})
 		if frameNo > 0 && got > 0 && done[len(done)-1] == 0 {
 			covered = addSpan(covered, span{t.start, t.start + got})
 			for i, end := range ends {
@@ -361,14 +393,14 @@ func (cn *Conn) sackBlocks(ooo []span, latest span, dup *span, abs func(span) [2
 
 // ack writes a pure ACK from side.
 func (cn *Conn) ack(side int, sack [][2]uint32) {
-	cn.emit(out{from: side, seq: cn.nxt[side], fl: fACK, sack: sack, write: true, deliver: true, cut: -1})
+	cn.emit(out{from: side, seq: cn.nxt[side], fl: fACK, sack: sack, write: true, deliver: true, cut: -1, ipLen: -1})
 }
 
 func (cn *Conn) handshake() {
-	cn.emit(out{from: client, seq: cn.isn[client], fl: fSYN, write: true, deliver: true, cut: -1})
+	cn.emit(out{from: client, seq: cn.isn[client], fl: fSYN, write: true, deliver: true, cut: -1, ipLen: -1})
 	cn.nxt[client] = cn.isn[client] + 1
 	cn.rcv[client] = cn.isn[client] + 1
-	cn.emit(out{from: server, seq: cn.isn[server], fl: fSYN | fACK, write: true, deliver: true, cut: -1})
+	cn.emit(out{from: server, seq: cn.isn[server], fl: fSYN | fACK, write: true, deliver: true, cut: -1, ipLen: -1})
 	cn.nxt[server] = cn.isn[server] + 1
 	cn.rcv[server] = cn.isn[server] + 1
 	cn.ack(client, nil)
@@ -389,7 +421,7 @@ func (cn *Conn) Close(fromClient bool) {
 }
 
 func (cn *Conn) fin(side int) {
-	cn.emit(out{from: side, seq: cn.nxt[side], fl: fFIN | fACK, write: true, deliver: true, cut: -1})
+	cn.emit(out{from: side, seq: cn.nxt[side], fl: fFIN | fACK, write: true, deliver: true, cut: -1, ipLen: -1})
 	cn.nxt[side]++
 	cn.rcv[side]++
 }
@@ -400,7 +432,7 @@ func (cn *Conn) Reset(fromClient bool) {
 		panic("netsim: Reset on a closed connection")
 	}
 	x := sideOf(fromClient)
-	cn.emit(out{from: x, seq: cn.nxt[x], fl: fRST | fACK, write: true, deliver: true, cut: -1})
+	cn.emit(out{from: x, seq: cn.nxt[x], fl: fRST | fACK, write: true, deliver: true, cut: -1, ipLen: -1})
 	cn.closed = true
 }
 
@@ -424,6 +456,8 @@ type out struct {
 	write   bool // captured
 	deliver bool // received by the peer
 	cut     int  // payload bytes captured, -1 for all
+	ipLen   int  // the IPv4 total length to write, -1 for the real one
+	short   int  // the record's original length is this much short
 }
 
 // Window values as Linux sends them: the SYN's window is the largest
@@ -501,16 +535,20 @@ func (cn *Conn) emit(o out) (frameNo, captured int) {
 		return 0, 0
 	}
 
-	data, hdr := cn.build(o.from, t, o.payload, ipid)
+	data, hdr := cn.build(o.from, t, o.payload, ipid, o.ipLen)
 	caplen := len(data)
 	if o.cut >= 0 {
 		caplen = min(caplen, hdr+o.cut)
 	}
 	caplen = min(caplen, c.opt.Snaplen)
 	captured = min(max(caplen-hdr, 0), len(o.payload))
-	c.frames = append(c.frames, frame{iface: cn.iface, ts: c.now, data: data, caplen: caplen})
+	if o.short > len(data) {
+		panic(fmt.Sprintf("netsim: CaplenOverLen: %d bytes short of a %d-byte frame", o.short, len(data)))
+	}
+	c.frames = append(c.frames, frame{iface: cn.iface, ts: c.now, data: data, caplen: caplen, short: o.short})
+	c.numbered++
 	c.now = c.now.Add(c.opt.Step)
-	return len(c.frames), captured
+	return c.numbered, captured
 }
 
 func be16(v uint16) []byte { return []byte{byte(v >> 8), byte(v)} }

@@ -13,7 +13,8 @@
 // segment can end one message and start the next, and reports where each
 // is complete. SegOpt values passed to Send bend one message: cut it at
 // chosen offsets, reorder, retransmit, overlap, lose or snap-cut its
-// segments.
+// segments, or give them quirks of real capture files (IPv4Length for
+// TSO/GRO lengths, CaplenOverLen for records longer than their frames).
 //
 //	c := netsim.New(netsim.Options{Link: netsim.Ethernet, Format: netsim.PcapNG})
 //	cn := c.Open(netip.MustParseAddrPort("10.0.0.1:50000"),
@@ -34,7 +35,11 @@
 //     Linux's SYN options (MSS, SACK permitted, timestamps, window scale 7)
 //     and the timestamps option on every segment (unless turned off);
 //   - checksums computed by gopacket, and frame times that start at
-//     Options.Start and advance Options.Step per frame.
+//     Options.Start and advance Options.Step per frame;
+//   - quirks of real capture files: Ethernet with its FCS declared in the
+//     pcap header (EthernetFCS), a snap length of 0 in the file
+//     (Options.ZeroSnaplen), and pcapng blocks that hold no packet between
+//     the packets (AddBlock).
 //
 // The same calls with the same options give the same bytes: nothing reads the
 // clock, a random source or a map.

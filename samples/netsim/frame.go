@@ -3,6 +3,7 @@ package netsim
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -20,13 +21,13 @@ const (
 	ifindexEth  = 2
 )
 
-// build serializes one frame from side from: link header, IP, TCP, payload
-// and any Ethernet padding. hdr is the length of everything before the TCP
-// payload.
+// build serializes one frame from side from: link header, IP, TCP, payload,
+// any Ethernet padding and FCS. hdr is the length of everything before the
+// TCP payload. total >= 0 replaces the IPv4 total length (IPv4Length).
 //
 // Cooked captures are taken on the server's host: frames to the server are
 // "host", frames from it "outgoing".
-func (cn *Conn) build(from int, t *layers.TCP, payload []byte, ipid uint16) (data []byte, hdr int) {
+func (cn *Conn) build(from int, t *layers.TCP, payload []byte, ipid uint16, total int) (data []byte, hdr int) {
 	c := cn.c
 	src, dst := cn.ep[from].Addr(), cn.ep[1-from].Addr()
 	var ip gopacket.SerializableLayer
@@ -74,7 +75,7 @@ func (cn *Conn) build(from int, t *layers.TCP, payload []byte, ipid uint16) (dat
 	linkLen := 0
 	eth := &layers.Ethernet{SrcMAC: cn.mac[from][:], DstMAC: cn.mac[1-from][:], EthernetType: ethType}
 	switch cn.link {
-	case Ethernet:
+	case Ethernet, EthernetFCS:
 		ls, linkLen = append(ls, eth), 14
 	case EthernetVLAN:
 		eth.EthernetType = layers.EthernetTypeDot1Q
@@ -145,8 +146,29 @@ func (cn *Conn) build(from int, t *layers.TCP, payload []byte, ipid uint16) (dat
 	// gopacket pads every Ethernet frame to 60 bytes: undo that unless asked.
 	data = buf.Bytes()[:linkLen+ipLen]
 	hdr = len(data) - len(payload)
+	if total >= 0 {
+		setIPv4Length(data[linkLen:], total)
+	}
 	if c.opt.Pad && cn.link.ethernet() && len(data) < 60 {
 		data = append(data, make([]byte, 60-len(data))...)
 	}
+	if cn.link == EthernetFCS {
+		data = binary.LittleEndian.AppendUint32(data, crc32.ChecksumIEEE(data))
+	}
 	return data, hdr
+}
+
+// setIPv4Length writes total into the IPv4 header ip and computes its
+// checksum again.
+func setIPv4Length(ip []byte, total int) {
+	binary.BigEndian.PutUint16(ip[2:], uint16(total))
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	var sum uint32
+	for i := 0; i < int(ip[0]&0x0f)*4; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(ip[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(ip[10:], ^uint16(sum))
 }

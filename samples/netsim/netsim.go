@@ -1,8 +1,10 @@
 package netsim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -19,9 +21,14 @@ const (
 	LinuxSLL2                // Linux cooked capture v2 (tcpdump -i any)
 	Null                     // BSD loopback (DLT_NULL): AF_INET 2 or AF_INET6 30 (macOS), little-endian
 	RawIP                    // raw IPv4 or IPv6, no link header (LINKTYPE_RAW)
+	// EthernetFCS is Ethernet II with the 4-byte FCS (CRC-32) at the end
+	// of every frame, as a tap or a port mirror captures it; the file
+	// says so in the link-type field's FCS bits. Pcap formats only:
+	// pcapgo's pcapng writer has no if_fcslen option.
+	EthernetFCS
 )
 
-var linkNames = [...]string{"Ethernet", "EthernetVLAN", "EthernetQinQ", "LinuxSLL", "LinuxSLL2", "Null", "RawIP"}
+var linkNames = [...]string{"Ethernet", "EthernetVLAN", "EthernetQinQ", "LinuxSLL", "LinuxSLL2", "Null", "RawIP", "EthernetFCS"}
 
 func (l Link) String() string {
 	if l >= 0 && int(l) < len(linkNames) {
@@ -33,7 +40,7 @@ func (l Link) String() string {
 // LinkType is the pcap link type that files record for l.
 func (l Link) LinkType() layers.LinkType {
 	switch l {
-	case Ethernet, EthernetVLAN, EthernetQinQ:
+	case Ethernet, EthernetVLAN, EthernetQinQ, EthernetFCS:
 		return layers.LinkTypeEthernet
 	case LinuxSLL:
 		return layers.LinkTypeLinuxSLL
@@ -60,7 +67,9 @@ func (l Link) ifName() string {
 	return "eth0"
 }
 
-func (l Link) ethernet() bool { return l == Ethernet || l == EthernetVLAN || l == EthernetQinQ }
+func (l Link) ethernet() bool {
+	return l == Ethernet || l == EthernetVLAN || l == EthernetQinQ || l == EthernetFCS
+}
 
 // Format is the capture file format.
 type Format int
@@ -95,6 +104,10 @@ type Options struct {
 	Seed uint64
 	// Snaplen cuts every frame to this many bytes (zero: 262144).
 	Snaplen int
+	// ZeroSnaplen writes 0 as the snap length in the file (the pcap
+	// header, the pcapng interfaces), as writers that mean "no limit" do;
+	// frames are still cut at Snaplen.
+	ZeroSnaplen bool
 
 	// Pad pads Ethernet frames shorter than 60 bytes with zeros up to 60,
 	// as frames received from the wire are (the IP length is unchanged).
@@ -112,18 +125,22 @@ type Options struct {
 // Capture collects the frames of many connections, in the order they are
 // made. It is not safe for concurrent use.
 type Capture struct {
-	opt    Options
-	links  []Link
-	frames []frame
-	now    time.Time
-	conns  int
+	opt      Options
+	links    []Link
+	frames   []frame
+	numbered int // frames with a frame number: packets and custom blocks
+	now      time.Time
+	conns    int
 }
 
+// frame is a packet, or a pcapng block that holds none (AddBlock).
 type frame struct {
 	iface  int
 	ts     time.Time
 	data   []byte // the whole frame as on the wire
 	caplen int    // bytes of data captured
+	short  int    // the record states an original length this much shorter than data (CaplenOverLen)
+	block  []byte // a whole pcapng block, written instead of a packet
 }
 
 // Default values of Options fields left zero.
@@ -164,6 +181,9 @@ func New(opts Options) *Capture {
 	links := append([]Link{opts.Link}, opts.MoreLinks...)
 	for _, l := range links {
 		l.LinkType() // panics on an unknown link
+		if l == EthernetFCS && opts.Format == PcapNG {
+			panic("netsim: EthernetFCS needs a pcap format")
+		}
 	}
 	opts.MoreLinks = nil
 	return &Capture{opt: opts, links: links, now: opts.Start}
@@ -171,7 +191,35 @@ func New(opts Options) *Capture {
 
 // Frames is the number of frames written so far, which is also the 1-based
 // frame number of the last one.
-func (c *Capture) Frames() int { return len(c.frames) }
+func (c *Capture) Frames() int { return c.numbered }
+
+// Block is a pcapng block that holds no packet: its type and body.
+type Block struct {
+	Type uint32
+	Body []byte
+}
+
+// AddBlock writes b (its body padded to 4 bytes) after the frames made so
+// far: real captures carry custom blocks, Decryption Secrets Blocks
+// (0x0000000A) and blocks of types a reader may not know between their
+// packets. Wireshark (4.0) shows custom blocks (0x00000BAD, 0x40000BAD),
+// systemd journal (0x00000009) and sysdig event blocks (0x00000204,
+// 0x00000216, 0x00000221) as frames of their own, so these take a frame
+// number here too; other blocks do not. PcapNG only.
+func (c *Capture) AddBlock(b Block) {
+	if c.opt.Format != PcapNG {
+		panic("netsim: AddBlock needs the PcapNG format")
+	}
+	body := append(slices.Clone(b.Body), make([]byte, (4-len(b.Body)%4)%4)...)
+	n := uint32(12 + len(body))
+	raw := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, b.Type), n)
+	raw = binary.LittleEndian.AppendUint32(append(raw, body...), n)
+	c.frames = append(c.frames, frame{block: raw})
+	switch b.Type {
+	case 0x00000bad, 0x40000bad, 0x00000009, 0x00000204, 0x00000216, 0x00000221:
+		c.numbered++
+	}
+}
 
 // Advance moves the capture clock forward by d, as an idle period between
 // two frames.

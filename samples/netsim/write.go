@@ -78,8 +78,13 @@ func (c *Capture) writePcap(w io.Writer) error {
 	order.PutUint32(h[0:], magic)
 	order.PutUint16(h[4:], 2)
 	order.PutUint16(h[6:], 4)
-	order.PutUint32(h[16:], uint32(c.opt.Snaplen))
-	order.PutUint32(h[20:], uint32(c.links[0].LinkType()))
+	order.PutUint32(h[16:], c.snaplen())
+	network := uint32(c.links[0].LinkType())
+	if c.links[0] == EthernetFCS {
+		// The FCS bits (pcap-linktype): F, and two 16-bit words.
+		network |= 0x04000000 | 2<<28
+	}
+	order.PutUint32(h[20:], network)
 	if _, err := w.Write(h[:]); err != nil {
 		return err
 	}
@@ -88,7 +93,7 @@ func (c *Capture) writePcap(w io.Writer) error {
 		order.PutUint32(r[0:], uint32(f.ts.Unix()))
 		order.PutUint32(r[4:], uint32(int64(f.ts.Nanosecond())/div))
 		order.PutUint32(r[8:], uint32(f.caplen))
-		order.PutUint32(r[12:], uint32(len(f.data)))
+		order.PutUint32(r[12:], uint32(len(f.data)-f.short))
 		if _, err := w.Write(r[:]); err != nil {
 			return err
 		}
@@ -106,7 +111,7 @@ func (c *Capture) writeNG(w io.Writer) error {
 		return pcapgo.NgInterface{
 			Name:                c.links[i].ifName(),
 			LinkType:            c.links[i].LinkType(),
-			SnapLength:          uint32(c.opt.Snaplen),
+			SnapLength:          c.snaplen(),
 			TimestampResolution: 9,
 		}
 	}
@@ -122,10 +127,21 @@ func (c *Capture) writeNG(w io.Writer) error {
 		}
 	}
 	for _, f := range c.frames {
+		if f.block != nil {
+			// pcapgo writes no such block: flush what it holds, then
+			// write the block after it.
+			if err := ng.Flush(); err != nil {
+				return err
+			}
+			if _, err := w.Write(f.block); err != nil {
+				return err
+			}
+			continue
+		}
 		ci := gopacket.CaptureInfo{
 			Timestamp:      f.ts,
 			CaptureLength:  f.caplen,
-			Length:         len(f.data),
+			Length:         len(f.data) - f.short,
 			InterfaceIndex: f.iface,
 		}
 		if err := ng.WritePacket(ci, f.data[:f.caplen]); err != nil {
@@ -133,4 +149,12 @@ func (c *Capture) writeNG(w io.Writer) error {
 		}
 	}
 	return ng.Flush()
+}
+
+// snaplen is the snap length the file states.
+func (c *Capture) snaplen() uint32 {
+	if c.opt.ZeroSnaplen {
+		return 0
+	}
+	return uint32(c.opt.Snaplen)
 }
