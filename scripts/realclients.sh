@@ -59,5 +59,5 @@ echo "== capture: librdkafka, kafkajs and kgo against kfake and the mock cluster
 (cd realclients && timeout 600 "$work/realclients" -o "$out" -node node)
 
 echo "== check the fresh captures against testdata/real/*.expect.json"
-KIDSCOPE_REAL_DIR=$out go test -count=1 -run '^TestRealCaptures$' ./internal/realtraffic
+KIDSCOPE_REAL_DIR=$out go test -count=1 -run '^(TestRealCaptures|TestMockQuirks)$' ./internal/realtraffic
 echo "fresh captures agree with the expectations ($(ls "$out"/*.pcap | wc -l) files)"

@@ -27,7 +27,7 @@ type plant struct {
 	frame          int64
 	key, ver       int16
 	corr           int32
-	answer         *string // the broker's answer as kidscope names it; nil: no top-level error code
+	answer         *string // the broker's answer as kidscope names it; nil: no error code
 }
 
 func newPlants() []*plant {
@@ -82,7 +82,8 @@ func (g *gen) plantExchange(p *plant) *exchange {
 	switch p.rule {
 	case "header-id-changed":
 		steps = append(steps, g.telemetry(c)...)
-		steps = append(steps, mark(g.metadata(c, headerID{set: true, has: true, id: g.uuid()}), 0, false)...)
+		// Metadata v12 keeps its codes per topic: the broker's are all NONE.
+		steps = append(steps, mark(g.metadata(c, headerID{set: true, has: true, id: g.uuid()}), 0, true)...)
 	case "telemetry-body-mismatch":
 		steps = append(steps, mark(g.getTelemetry(c, decode.UUID{}, errInvalidRequest), errInvalidRequest, true)...)
 		steps = append(steps, g.getTelemetry(c, in.hid, errNone)...)
