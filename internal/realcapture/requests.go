@@ -34,6 +34,9 @@ type FileStats struct {
 	// requests with an empty MemberId (KIP-1082 has v1 clients make
 	// their own).
 	EmptyMemberHeartbeats int
+	// ReusedTuples counts connections whose 4-tuple a later connection of
+	// the file took again (each counts in Connections).
+	ReusedTuples int
 }
 
 // segment is one client-to-broker TCP payload.
@@ -74,6 +77,12 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 	dec := newSegmentDecoder()
 	st := &FileStats{Requests: map[int16]int{}, Versions: map[int16]map[int16]int{}}
 	streams := map[ConnKey]*clientStream{}
+	// ended1 is a stream whose 4-tuple a later connection took.
+	type ended1 struct {
+		key ConnKey
+		s   *clientStream
+	}
+	var ended []ended1
 	conns := map[ConnKey]bool{}
 	for {
 		data, _, err := r.ReadPacketData()
@@ -102,6 +111,13 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 		key := ConnKey{Client: src, Broker: dst}
 		conns[key] = true
 		s := streams[key]
+		if tcp.SYN && s != nil && (s.hasISN && s.isn != tcp.Seq || len(s.segs) > 0) {
+			// The kernel gave the 4-tuple to a new connection: the old
+			// one's bytes are a stream of their own.
+			ended = append(ended, ended1{key, s})
+			st.ReusedTuples++
+			s = nil
+		}
 		if s == nil {
 			s = &clientStream{}
 			streams[key] = s
@@ -113,9 +129,13 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 			s.segs = append(s.segs, segment{seq: tcp.Seq, data: append([]byte(nil), tcp.Payload...)})
 		}
 	}
-	st.Connections = len(conns)
+	st.Connections = len(conns) + st.ReusedTuples
 
 	for key, s := range streams {
+		ended = append(ended, ended1{key, s})
+	}
+	for _, e := range ended {
+		key, s := e.key, e.s
 		stream, err := s.reassemble()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s->%s: %w", path, key.Client, key.Broker, err)
