@@ -51,7 +51,7 @@ func TestReadRequestsReusedTuple(t *testing.T) {
 	write(100000, true, nil)
 	write(100001, false, first)
 	write(100001+uint32(len(first)), false, first) // the next request
-	write(5000, true, nil)                          // the 4-tuple again, a lower ISN
+	write(5000, true, nil)                         // the 4-tuple again, a lower ISN
 	write(5001, false, second)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
