@@ -50,7 +50,8 @@ func topBeyondKmsg(key, version int16) int {
 }
 
 // smallAnswer is the largest response frame whose nested codes are read
-// even when nothing asks for them.
+// even when nothing asks for them. Only versions without a top-level code
+// at a fixed offset are decoded: elsewhere that code speaks for the answer.
 const smallAnswer = 1024
 
 // hasNested reports whether the version has nested code fields.
@@ -79,19 +80,14 @@ type Answer struct {
 // Known reports whether any code of the response was read.
 func (a Answer) Known() bool { return a.HasErrorCode || len(a.Nested) > 0 }
 
-// Codes returns the distinct codes of the response: the top-level one
-// first, then the nested ones.
+// Codes returns the code that speaks for the response (RULES.md §5): its
+// top-level ErrorCode where the version has one, else the distinct codes
+// of its items.
 func (a Answer) Codes() []int16 {
-	var out []int16
 	if a.HasErrorCode {
-		out = append(out, a.ErrorCode)
+		return []int16{a.ErrorCode}
 	}
-	for _, c := range a.Nested {
-		if !slices.Contains(out, c) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return a.Nested
 }
 
 // answerCodes collects codes while readAnswer walks a decoded body.

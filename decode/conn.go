@@ -26,13 +26,14 @@ type Options struct {
 	MaxScan int
 	// Scratch, when set, is shared by the Conns for their event lists.
 	Scratch *Scratch
-	// AllAnswers decodes every response body in full for its error codes
-	// (frames shows them all). Otherwise a response's top-level ErrorCode
-	// is read where it sits at a fixed offset, and the body is decoded in
-	// full only when it is small (smallAnswer) or its request may draw a
-	// KIP-1313 finding (idWatch), whose verdict needs the nested codes:
-	// decoding every answer would cost analyze a copy of every fetched
-	// record.
+	// AllAnswers decodes in full every response body whose version has no
+	// top-level ErrorCode at a fixed offset, for its items' codes (frames
+	// shows them all). A top-level code at a fixed offset is read from the
+	// first bytes of every response and speaks for it. Without AllAnswers
+	// the other bodies are decoded only when small (smallAnswer) or when
+	// their request may draw a KIP-1313 finding (idWatch), whose verdict
+	// needs the items' codes: decoding every answer would cost analyze a
+	// copy of every fetched record.
 	AllAnswers bool
 	// ScanBudget, when set, caps the bytes all the lost sides of the Conns
 	// sharing it keep together (MaxScan still caps each side).
@@ -589,8 +590,11 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 		// A small answer costs little to decode whole, and an answer that
 		// rejects a request is small (no records, codes alone): reading
 		// them all lets broker-rejected-valid see every rejection.
-		f.needed = p.h.Known && (p.answer || c.opt.AllAnswers)
-		f.answer = f.needed || p.h.Known && f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion)
+		// Where the top-level code sits at a fixed offset it speaks for the
+		// answer, and the body (a Fetch's records) is not decoded for more.
+		whole := p.h.Known && topAt(p.h.APIKey, p.h.APIVersion) < 0
+		f.needed = whole && (p.answer || c.opt.AllAnswers)
+		f.answer = f.needed || whole && f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion)
 		hv := 0
 		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
 			hv = api.ResponseHeaderVersion(p.h.APIVersion)

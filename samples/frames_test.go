@@ -110,14 +110,15 @@ func decodeBuilt(t *testing.T, b *Built) (*framesSink, pipeline.Summary) {
 	return sink, sum
 }
 
-// scriptedCodes is the distinct error codes of a scripted answer, the
-// top-level one first, as frames lists them.
+// scriptedCodes is the codes frames must list for a scripted answer: its
+// top-level code where the version has one, else the distinct codes of its
+// items (RULES.md §5).
 func scriptedCodes(body Body) []int16 {
 	top, hasTop, nested := answerOf(body)
-	var out []int16
 	if hasTop {
-		out = append(out, top)
+		return []int16{top}
 	}
+	var out []int16
 	for _, c := range nested {
 		if !slices.Contains(out, c) {
 			out = append(out, c)
