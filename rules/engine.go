@@ -115,6 +115,7 @@ type connState struct {
 	lastReq   *reqRec    // the last request the broker received, when it has candidates
 	indexed   *clientKey // where indexClient put it
 	gapSide   [2]bool    // a gap not yet reported, per side
+	gaps      int        // gaps on either side, for the connections table
 	afterGap  bool
 	requests  int64
 	responses int64
@@ -224,6 +225,7 @@ func (e *Engine) Gap(connID int, side decode.Side, at decode.Where) {
 	if cs := e.conns[connID]; cs != nil {
 		cs.gapSide[side] = true
 		cs.afterGap = true
+		cs.gaps++
 	}
 }
 
@@ -407,7 +409,7 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	}
 	conn := Connection{ID: cs.info.ID, Key: cs.info.Key, ClientID: cs.clientID, HasClient: cs.clientID != "",
 		InstanceID: cs.firstID, HasInstanceID: cs.hasFirstID, Profile: cs.profile, MidStream: cs.info.MidStream,
-		NewClient: cs.hasFirstID, Requests: cs.requests, Responses: cs.responses, Unanswered: ci.Counters.Unanswered,
+		NewClient: cs.hasFirstID, Requests: cs.requests, Responses: cs.responses, Unanswered: ci.Counters.Unanswered, Gaps: cs.gaps,
 		NotKafka: ci.NotKafka, First: cs.info.First, Last: cs.last}
 	if len(e.closed) >= e.opt.MaxConnections {
 		// Keep the most recent: drop the oldest half at once, so that the

@@ -128,6 +128,7 @@ func TestAnalyzeSamples(t *testing.T) {
 				have = append(have, fmt.Sprintf("%s %s %s→%s frame %d related %v", f.Rule, f.Severity, f.Connection.Client, f.Connection.Broker, f.Frame, rel))
 			}
 			sameSet(t, "findings", want, have)
+			checkGapsAddUp(t, []byte(out))
 			sameSet(t, "connections", connectionLines(exp.Connections), connectionLines(got.Connections))
 			sameSet(t, "brokers", brokerLines(exp.Brokers), brokerLines(got.Brokers))
 		})
@@ -276,6 +277,43 @@ func TestRuleExamplesAreScenarios(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s: example %q does not show it", r.ID, r.Example)
+		}
+	}
+}
+
+// checkGapsAddUp requires the summary's gaps to be the sum of the
+// connections' gaps, and every connection with a stream-gap finding to
+// count one (the connections table once said 0 where the summary said 1).
+func checkGapsAddUp(t *testing.T, out []byte) {
+	t.Helper()
+	var a struct {
+		Summary struct {
+			Gaps int `json:"gaps"`
+		} `json:"summary"`
+		Connections []struct {
+			ID   int `json:"id"`
+			Gaps int `json:"gaps"`
+		} `json:"connections"`
+		Findings []struct {
+			Rule         string `json:"rule"`
+			ConnectionID int    `json:"connection_id"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &a); err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	gaps := map[int]int{}
+	for _, c := range a.Connections {
+		sum += c.Gaps
+		gaps[c.ID] = c.Gaps
+	}
+	if sum != a.Summary.Gaps {
+		t.Errorf("summary: %d gaps; the connections: %d in all", a.Summary.Gaps, sum)
+	}
+	for _, f := range a.Findings {
+		if f.Rule == "stream-gap" && gaps[f.ConnectionID] == 0 {
+			t.Errorf("connection %d: a stream-gap finding, 0 gaps in the connections table", f.ConnectionID)
 		}
 	}
 }
