@@ -20,7 +20,6 @@ type API struct {
 // Key numbers the header rules single out.
 const (
 	keyControlledShutdown int16 = 7
-	keyAPIVersions        int16 = 18
 )
 
 // Valid reports whether version is in the key's known range.
@@ -60,7 +59,7 @@ func (a API) RequestHeaderVersion(version int16) int {
 // response to a request of this version: 1 (tagged fields) when the version
 // is flexible, except ApiVersions, whose responses always use header v0.
 func (a API) ResponseHeaderVersion(version int16) int {
-	if a.Key != keyAPIVersions && a.Flexible(version) {
+	if a.Key != KeyApiVersions && a.Flexible(version) {
 		return 1
 	}
 	return 0
