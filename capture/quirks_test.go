@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
+	"github.com/kidscope/kidscope/internal/wireshark"
 )
 
 var update = flag.Bool("update", false, "rewrite the quirk captures under testdata/quirks")
@@ -325,7 +326,7 @@ func TestQuirks(t *testing.T) {
 // same frames must carry TCP, with the same payload lengths (tcp.len),
 // and no frame may be more or less.
 func TestQuirksAgreeWithTshark(t *testing.T) {
-	tshark := needTshark(t)
+	tshark := wireshark.Need(t)
 	for _, q := range quirkFiles() {
 		t.Run(q.name, func(t *testing.T) {
 			path := quirkPath(q.name)
@@ -370,19 +371,6 @@ func TestQuirksAgreeWithTshark(t *testing.T) {
 			}
 		})
 	}
-}
-
-// needTshark skips the test when tshark is missing, or fails it in CI.
-func needTshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is not installed; CI must install it (apt-get install tshark)")
-		}
-		t.Skip("tshark is not installed (apt-get install tshark): the Wireshark cross-check is skipped")
-	}
-	return p
 }
 
 // TestQuirksInMemory: with the snap length cutting a frame, TSO lengths

@@ -1,8 +1,6 @@
 package samples
 
 import (
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 )
@@ -30,19 +28,6 @@ func allBuilt(t *testing.T) []*Built {
 		t.Fatal(builtErr)
 	}
 	return builtAll
-}
-
-// needTshark skips the test when tshark is missing, or fails it in CI.
-func needTshark(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is not installed; CI must install it (apt-get install tshark)")
-		}
-		t.Skip("tshark is not installed (apt-get install tshark): the Wireshark cross-check is skipped")
-	}
-	return p
 }
 
 // connHasLoss reports whether a connection of the scenario loses bytes

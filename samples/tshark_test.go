@@ -1,12 +1,10 @@
 package samples
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,44 +31,31 @@ type tsharkFrame struct {
 
 func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tsharkFrame {
 	t.Helper()
-	args := []string{"-r", file, "-n", "-o", "tcp.reassemble_out_of_order:TRUE"}
-	for _, p := range ports {
-		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,kafka", p))
-	}
-	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
-		"-e", "frame.number", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport",
-		"-e", "kafka.request_key", "-e", "kafka.api_version", "-e", "kafka.correlation_id", "-e", "kafka.client_id", "-e", "_ws.malformed", "-e", "kafka.error")
-	cmd := exec.Command(tshark, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	rows, err := wireshark.Fields(tshark, file, ports, "frame.number", "ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst",
+		"tcp.dstport", "kafka.request_key", "kafka.api_version", "kafka.correlation_id", "kafka.client_id", "_ws.malformed", "kafka.error")
 	if err != nil {
-		t.Fatalf("tshark: %v: %s", err, stderr.String())
+		t.Fatal(err)
 	}
-	split := func(s string) []string {
-		if s == "" {
-			return nil
+	one := func(f []string) string {
+		if len(f) == 0 {
+			return ""
 		}
-		return strings.Split(s, "|")
+		return f[0]
 	}
 	frames := map[int]*tsharkFrame{}
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		f := strings.Split(l, "\t")
-		for len(f) < 13 {
-			f = append(f, "")
+	for _, f := range rows {
+		n, err := strconv.Atoi(one(f[0]))
+		if err != nil {
+			t.Fatalf("tshark row %q", f)
 		}
-		var n int
-		if _, err := fmt.Sscan(f[0], &n); err != nil {
-			t.Fatalf("tshark line %q", l)
-		}
-		addr := func(v4, v6, port string) string {
-			if v6 != "" {
-				return "[" + v6 + "]:" + port
+		addr := func(v4, v6, port []string) string {
+			if len(v6) > 0 {
+				return "[" + one(v6) + "]:" + one(port)
 			}
-			return v4 + ":" + port
+			return one(v4) + ":" + one(port)
 		}
-		tf := &tsharkFrame{src: addr(f[1], f[2], f[3]), dst: addr(f[4], f[5], f[6]), malformed: f[11] != "", errors: split(f[12])}
-		keys, vers, corrs, cids := split(f[7]), split(f[8]), split(f[9]), split(f[10])
+		tf := &tsharkFrame{src: addr(f[1], f[2], f[3]), dst: addr(f[4], f[5], f[6]), malformed: len(f[11]) > 0, errors: f[12]}
+		keys, vers, corrs, cids := f[7], f[8], f[9], f[10]
 		for i, corr := range corrs {
 			p := tsharkPDU{corr: corr}
 			if i < len(keys) {
@@ -97,7 +82,7 @@ func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tshar
 // mid-stream start or a lost segment, and bytes that are not Kafka (TLS,
 // SASL v0 tokens, which tshark takes for requests).
 func TestTshark(t *testing.T) {
-	tshark := needTshark(t)
+	tshark := wireshark.Need(t)
 	dir := t.TempDir()
 	for _, b := range allBuilt(t) {
 		t.Run(b.Scenario.Name, func(t *testing.T) {

@@ -210,16 +210,6 @@ func compareMessages(t *testing.T, file string, ourMsgs, theirMsgs []message, ex
 	t.Logf("%s: kidscope %d messages, tshark %d", filepath.Base(file), len(ours), len(theirs))
 }
 
-func needTshark(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("tshark"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tshark is not installed; .ci/run installs it")
-		}
-		t.Skip("tshark is not installed (apt-get install tshark)")
-	}
-}
-
 // The real-client captures under testdata/real are compared with tshark,
 // and their analysis with their expectations, by TestRealCaptures in
 // internal/realtraffic (their broker ports are in their sidecars).

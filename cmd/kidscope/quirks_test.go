@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kidscope/kidscope/internal/wireshark"
 )
 
 // The real-traffic captures rewritten with the quirks of real-world
@@ -251,7 +252,7 @@ func TestQuirksDecodeKafka(t *testing.T) {
 					if strings.Join(keys(got), "\n") != strings.Join(keys(moved), "\n") {
 						t.Errorf("frames lists %d messages, the original %d; first differences:\n%s", len(got), len(moved), firstDiff(keys(got), keys(moved)))
 					}
-					if q.frameOf != nil && tsharkInstalled() {
+					if q.frameOf != nil && wireshark.Path() != "" {
 						compareMessages(t, path, got, tsharkMessages(t, path, brokerPorts), true)
 					}
 					sum, code := analyzeSummary(t, path, ports)
@@ -289,11 +290,6 @@ func analyzeSummary(t *testing.T, path, ports string) (quirkSummary, int) {
 		t.Fatalf("analyze %s: exit %d: %v: %s", path, code, err, stderr)
 	}
 	return doc.Summary, code
-}
-
-func tsharkInstalled() bool {
-	_, err := exec.LookPath("tshark")
-	return err == nil
 }
 
 func firstDiff(a, b []string) string {

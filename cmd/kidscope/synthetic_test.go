@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/internal/synth"
+	"github.com/kidscope/kidscope/internal/wireshark"
 )
 
 // synthMessages lists the messages of a synthetic capture as both tools name
@@ -96,7 +97,7 @@ func tsharkCutShort(t *testing.T, file string, ports []string) []message {
 // segment); where the capture starts inside a frame kidscope must find
 // more.
 func TestFramesAgreeWithTsharkOnSyntheticTraffic(t *testing.T) {
-	needTshark(t)
+	wireshark.Need(t)
 	dir := t.TempDir()
 	ports := []string{"9092"}
 	for _, v := range synth.Variants() {

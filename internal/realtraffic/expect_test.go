@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kidscope/kidscope/internal/realcapture"
+	"github.com/kidscope/kidscope/internal/wireshark"
 )
 
 // committedDir is where the committed captures and their expectations
@@ -175,14 +176,15 @@ func checkCapture(t *testing.T, file string, m realcapture.Meta, e *expectation)
 	checkAnalysis(t, st, a, e)
 	frames := kidscopeFrames(t, file, m)
 	checkFramesCount(t, st, frames)
-	if tsharkPath() == "" {
+	tshark := wireshark.Path()
+	if tshark == "" {
 		if os.Getenv("CI") != "" {
 			t.Error("tshark is not installed; .ci/run installs it")
 		}
 		t.Log("tshark is not installed: no comparison with it")
 		return
 	}
-	tf := runTshark(t, file, m.Ports)
+	tf := runTshark(t, tshark, file, m.Ports)
 	compareWithTshark(t, frames, tf)
 	compareErrorCodes(t, frames, tf)
 }

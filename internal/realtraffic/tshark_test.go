@@ -1,26 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/kidscope/kidscope/internal/wireshark"
 )
-
-// tsharkPath is tshark's path, or "" when it is not installed.
-func tsharkPath() string {
-	p, err := exec.LookPath("tshark")
-	if err != nil {
-		return ""
-	}
-	return p
-}
 
 // tsharkPDU is one Kafka message tshark dissected.
 type tsharkPDU struct {
@@ -45,47 +33,33 @@ type tsharkFrame struct {
 
 // runTshark has tshark dissect Kafka on the broker ports and returns, by
 // frame number, the frames in which it found Kafka messages.
-func runTshark(t *testing.T, file string, ports []uint16) map[int]*tsharkFrame {
+func runTshark(t *testing.T, tshark, file string, ports []uint16) map[int]*tsharkFrame {
 	t.Helper()
-	args := []string{"-r", file, "-n", "-o", "tcp.reassemble_out_of_order:TRUE"}
 	broker := map[string]bool{}
 	for _, p := range ports {
-		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,kafka", p))
 		broker[strconv.Itoa(int(p))] = true
 	}
-	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|",
-		"-e", "frame.number", "-e", "tcp.dstport", "-e", "kafka.request_key", "-e", "kafka.api_version",
-		"-e", "kafka.correlation_id", "-e", "kafka.error", "-e", "_ws.malformed")
-	cmd := exec.Command(tsharkPath(), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	rows, err := wireshark.Fields(tshark, file, ports, "frame.number", "tcp.dstport", "kafka.request_key", "kafka.api_version",
+		"kafka.correlation_id", "kafka.error", "_ws.malformed")
 	if err != nil {
-		t.Fatalf("tshark: %v: %s", err, stderr.String())
-	}
-	split := func(s string) []string {
-		if s == "" {
-			return nil
-		}
-		return strings.Split(s, "|")
+		t.Fatal(err)
 	}
 	frames := map[int]*tsharkFrame{}
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		f := strings.Split(l, "\t")
-		for len(f) < 7 {
-			f = append(f, "")
-		}
-		corrs := split(f[4])
+	for _, f := range rows {
+		corrs := f[4]
 		if len(corrs) == 0 {
 			continue // no Kafka message in this frame
 		}
-		n, err := strconv.Atoi(f[0])
-		if err != nil {
-			t.Fatalf("tshark line %q", l)
+		if len(f[0]) != 1 || len(f[1]) != 1 {
+			t.Fatalf("tshark row %q", f)
 		}
-		tf := &tsharkFrame{malformed: f[6] != ""}
-		request := broker[f[1]]
-		keys, vers := split(f[2]), split(f[3])
+		n, err := strconv.Atoi(f[0][0])
+		if err != nil {
+			t.Fatalf("tshark row %q", f)
+		}
+		tf := &tsharkFrame{malformed: len(f[6]) > 0}
+		request := broker[f[1][0]]
+		keys, vers := f[2], f[3]
 		for i, c := range corrs {
 			p := tsharkPDU{request: request, corr: c}
 			if request {
@@ -98,7 +72,7 @@ func runTshark(t *testing.T, file string, ports []uint16) map[int]*tsharkFrame {
 			}
 			tf.pdus = append(tf.pdus, p)
 		}
-		for _, e := range split(f[5]) {
+		for _, e := range f[5] {
 			v, err := strconv.ParseInt(e, 10, 16)
 			if err != nil {
 				t.Fatalf("tshark error code %q", e)

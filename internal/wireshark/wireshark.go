@@ -1,8 +1,17 @@
 // Package wireshark holds what the tests know of Wireshark 4.0's Kafka
 // dissector (the tshark that Debian 12 ships and CI installs): which API
 // versions it decodes, so a comparison with it looks only where it can
-// see.
+// see, and how the tests run it.
 package wireshark
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
 
 // max is the highest version of each API key that Wireshark 4.0's Kafka
 // dissector decodes (from its "Unsupported … version. Supports v0-N"
@@ -30,4 +39,60 @@ func Reads(key, version int16) bool {
 		return version <= m
 	}
 	return true
+}
+
+// Path returns tshark's path, or "" when it is not installed.
+func Path() string {
+	p, err := exec.LookPath("tshark")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// Need returns tshark's path. Without tshark it skips the test, or fails it
+// under CI, which installs tshark.
+func Need(t testing.TB) string {
+	t.Helper()
+	p := Path()
+	if p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tshark is not installed; .ci/run installs it (apt-get install tshark)")
+		}
+		t.Skip("tshark is not installed (apt-get install tshark): the Wireshark cross-check is skipped")
+	}
+	return p
+}
+
+// Fields runs `tshark -T fields` over file, Kafka dissected on ports and
+// out-of-order segments reassembled, and returns a row per frame: for each
+// field asked for, its occurrences in the frame (none when empty).
+func Fields(tshark, file string, ports []uint16, fields ...string) ([][][]string, error) {
+	args := []string{"-r", file, "-n", "-o", "tcp.reassemble_out_of_order:TRUE"}
+	for _, p := range ports {
+		args = append(args, "-d", fmt.Sprintf("tcp.port==%d,kafka", p))
+	}
+	args = append(args, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|")
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	cmd := exec.Command(tshark, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("tshark: %v: %s", err, stderr.String())
+	}
+	var rows [][][]string
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		cols := strings.Split(l, "\t")
+		row := make([][]string, len(fields))
+		for i := range row {
+			if i < len(cols) && cols[i] != "" {
+				row[i] = strings.Split(cols[i], "|")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
 }
