@@ -144,8 +144,7 @@ func decodeResponseBody(key, version int16, b []byte) (body Body, code int16, ha
 		return body, r.ErrorCode, true, nil
 	case KeyGetTelemetrySubscriptions:
 		if version >= 1 {
-			code, err = leadingErrorCode(b)
-			return body, code, err == nil, err
+			return codeOnly(key, version, b)
 		}
 		var r kmsg.GetTelemetrySubscriptionsResponse
 		r.SetVersion(version)
@@ -156,8 +155,7 @@ func decodeResponseBody(key, version int16, b []byte) (body Body, code int16, ha
 		body.SubscriptionID = r.SubscriptionID
 		return body, r.ErrorCode, true, nil
 	case KeyPushTelemetry:
-		code, err = leadingErrorCode(b)
-		return body, code, err == nil, err
+		return codeOnly(key, version, b)
 	case KeyJoinGroup:
 		var r kmsg.JoinGroupResponse
 		r.SetVersion(version)
@@ -188,13 +186,14 @@ func decodeResponseBody(key, version int16, b []byte) (body Body, code int16, ha
 	return body, 0, false, nil
 }
 
-// leadingErrorCode reads the ThrottleTimeMs int32, ErrorCode int16 prefix
-// that GetTelemetrySubscriptions v1 and PushTelemetry responses start with.
-func leadingErrorCode(b []byte) (int16, error) {
-	if len(b) < 6 {
-		return 0, errors.New("response body shorter than throttle time and error code")
+// codeOnly reads a response whose only field the rules need is its
+// top-level code (GetTelemetrySubscriptions v1, PushTelemetry).
+func codeOnly(key, version int16, b []byte) (Body, int16, bool, error) {
+	code, ok := peekTop(key, version, b)
+	if !ok {
+		return Body{}, 0, false, errors.New("response body shorter than throttle time and error code")
 	}
-	return int16(binary.BigEndian.Uint16(b[4:])), nil
+	return Body{}, code, true, nil
 }
 
 // decodePushTelemetryV1 reads a PushTelemetry v1 request: SubscriptionId

@@ -587,14 +587,15 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			return true
 		}
 		f.msg.Request, f.msg.RequestAt = p.h, p.at
-		// A small answer costs little to decode whole, and an answer that
-		// rejects a request is small (no records, codes alone): reading
-		// them all lets broker-rejected-valid see every rejection.
 		// Where the top-level code sits at a fixed offset it speaks for the
 		// answer, and the body (a Fetch's records) is not decoded for more.
-		whole := p.h.Known && topAt(p.h.APIKey, p.h.APIVersion) < 0
-		f.needed = whole && (p.answer || c.opt.AllAnswers)
-		f.answer = f.needed || whole && f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion)
+		// Elsewhere a small answer costs little to decode whole, and an
+		// answer that rejects a request is small (no records, codes
+		// alone): reading them all lets broker-rejected-valid see every
+		// rejection.
+		inItems := p.h.Known && topAt(p.h.APIKey, p.h.APIVersion) < 0
+		f.needed = inItems && (p.answer || c.opt.AllAnswers)
+		f.answer = f.needed || inItems && f.size <= smallAnswer && hasNested(p.h.APIKey, p.h.APIVersion)
 		hv := 0
 		if api, known := c.opt.Table.Lookup(p.h.APIKey); known && p.h.Known {
 			hv = api.ResponseHeaderVersion(p.h.APIVersion)

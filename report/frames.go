@@ -110,16 +110,13 @@ func NewFrameRecord(file string, c *pipeline.Conn, e *decode.Event, form UUIDFor
 		return r
 	}
 	r.CorrelationID = m.Response.CorrelationID
-	for _, c := range m.Codes() {
+	codes := m.Codes()
+	for _, c := range codes {
 		r.ErrorCodes = append(r.ErrorCodes, ErrorCode{c, decode.ErrorName(c)})
 	}
-	switch {
-	case m.HasErrorCode:
-		code := m.ErrorCode
-		r.ErrorCode, r.ErrorName = &code, decode.ErrorName(code)
-	case len(m.Nested) == 1:
-		code := m.Nested[0]
-		r.ErrorCode, r.ErrorName = &code, decode.ErrorName(code)
+	if len(codes) == 1 {
+		code := codes[0]
+		r.ErrorCode, r.ErrorName = &code, r.ErrorCodes[0].Name
 	}
 	return r
 }
