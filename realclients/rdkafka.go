@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
@@ -21,12 +20,9 @@ import (
 // what it is there to show instead of sleeping for a guessed time. The log
 // lines name requests and sizes only; they are not kept.
 type rdHook struct {
-	mu       sync.Mutex
-	changed  chan struct{}
-	sent     map[string]int
-	received map[string]int
-	stop     chan struct{}
-	done     chan struct{}
+	*realcapture.Tally[string]
+	stop chan struct{}
+	done chan struct{}
 }
 
 var (
@@ -38,8 +34,7 @@ var (
 const rdDebug = "protocol,telemetry"
 
 func newRDHook(logs chan kafka.LogEvent) *rdHook {
-	h := &rdHook{changed: make(chan struct{}), sent: map[string]int{}, received: map[string]int{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+	h := &rdHook{Tally: realcapture.NewTally[string](), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		for {
@@ -58,20 +53,11 @@ func newRDHook(logs chan kafka.LogEvent) *rdHook {
 }
 
 func (h *rdHook) line(msg string) {
-	var m map[string]int
-	var name string
-	if s := rdSent.FindStringSubmatch(msg); s != nil {
-		m, name = h.sent, s[1]
-	} else if s := rdReceived.FindStringSubmatch(msg); s != nil {
-		m, name = h.received, s[1]
-	} else {
-		return
+	if m := rdSent.FindStringSubmatch(msg); m != nil {
+		h.Sent(m[1])
+	} else if m := rdReceived.FindStringSubmatch(msg); m != nil {
+		h.Received(m[1])
 	}
-	h.mu.Lock()
-	m[name]++
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.mu.Unlock()
 }
 
 // close stops reading the log (the client is being closed).
@@ -82,46 +68,6 @@ func (h *rdHook) close() {
 		close(h.stop)
 	}
 	<-h.done
-}
-
-// waitReceived waits until the client has received at least n responses
-// of each named API ("Heartbeat", "GetTelemetrySubscriptions", ...).
-func (h *rdHook) waitReceived(ctx context.Context, n int, names ...string) error {
-	for {
-		h.mu.Lock()
-		var missing []string
-		for _, k := range names {
-			if h.received[k] < n {
-				missing = append(missing, k)
-			}
-		}
-		ch := h.changed
-		h.mu.Unlock()
-		if len(missing) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d responses of %v: %w (%s)", n, missing, ctx.Err(), h)
-		case <-ch:
-		}
-	}
-}
-
-func (h *rdHook) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	names := make([]string, 0, len(h.sent))
-	for k := range h.sent {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("client sent")
-	for _, k := range names {
-		fmt.Fprintf(&b, " %d×%s", h.sent[k], k)
-	}
-	return b.String()
 }
 
 // rdConfig is the configuration every librdkafka client here starts from.
@@ -153,7 +99,7 @@ func rdConfig(seeds []string, clientID string, more kafka.ConfigMap) *kafka.Conf
 // none, so the scenarios close just after a push was answered, a whole push
 // interval before the next.
 func rdTelemetry(ctx context.Context, h *rdHook, periodicPush bool) error {
-	if err := h.waitReceived(ctx, 1, "GetTelemetrySubscriptions"); err != nil {
+	if err := h.WaitReceived(ctx, 1, "GetTelemetrySubscriptions"); err != nil {
 		return err
 	}
 	if !periodicPush {
@@ -161,10 +107,8 @@ func rdTelemetry(ctx context.Context, h *rdHook, periodicPush bool) error {
 	}
 	// Pushes go on one connection and are answered in order: the next one
 	// sent is number sent+1, and so is its answer.
-	h.mu.Lock()
-	sent := h.sent["PushTelemetry"]
-	h.mu.Unlock()
-	return h.waitReceived(ctx, sent+1, "PushTelemetry")
+	sent := h.SentCount("PushTelemetry")
+	return h.WaitReceived(ctx, sent+1, "PushTelemetry")
 }
 
 // rdProduce produces n records (two thirds to orders, one third to
@@ -347,7 +291,7 @@ func rdConsumer(ctx context.Context, seeds []string, clientID, group string, kip
 	wait, cancel := context.WithCancel(ctx)
 	waitErr := make(chan error, 1)
 	go func() {
-		err := h.waitReceived(wait, n, hb)
+		err := h.WaitReceived(wait, n, hb)
 		if err == nil {
 			err = rdTelemetry(wait, h, periodicPush)
 		}
@@ -362,9 +306,7 @@ func rdConsumer(ctx context.Context, seeds []string, clientID, group string, kip
 		return "", err
 	}
 	summary := fmt.Sprintf("consumed %d records in group %s; %s", got, group, h)
-	h.mu.Lock()
-	joined := h.sent["JoinGroup"]
-	h.mu.Unlock()
+	joined := h.SentCount("JoinGroup")
 	if kip848 && joined > 0 {
 		return "", errors.New("the KIP-848 consumer sent JoinGroup")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,81 +26,22 @@ const (
 	Records   = NOrders + NPayments
 )
 
-// keyHook counts the requests a client wrote and the responses it read, by
-// API key, so a scenario can wait for the requests it is there to show
-// instead of sleeping for a guessed time.
-type keyHook struct {
-	mu      sync.Mutex
-	changed chan struct{}
-	written map[int16]int
-	read    map[int16]int
-}
+// keyHook counts, through kgo's hooks, the requests a client wrote and
+// the responses it read, by API key.
+type keyHook struct{ *Tally[int16] }
 
-func newKeyHook() *keyHook {
-	return &keyHook{changed: make(chan struct{}), written: map[int16]int{}, read: map[int16]int{}}
-}
+func newKeyHook() *keyHook { return &keyHook{NewTally[int16]()} }
 
 func (h *keyHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil {
-		return
+	if err == nil {
+		h.Sent(key)
 	}
-	h.mu.Lock()
-	h.written[key]++
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.mu.Unlock()
 }
 
 func (h *keyHook) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if err != nil {
-		return
+	if err == nil {
+		h.Received(key)
 	}
-	h.mu.Lock()
-	h.read[key]++
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.mu.Unlock()
-}
-
-// waitRead waits until the client has read at least n responses for each
-// key; its error names what was missing and what the hook saw.
-func (h *keyHook) waitRead(ctx context.Context, n int, keys ...int16) error {
-	for {
-		h.mu.Lock()
-		var missing []int16
-		for _, k := range keys {
-			if h.read[k] < n {
-				missing = append(missing, k)
-			}
-		}
-		ch := h.changed
-		h.mu.Unlock()
-		if len(missing) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d responses to keys %v: %w (%s)", n, missing, ctx.Err(), h)
-		case <-ch:
-		}
-	}
-}
-
-func (h *keyHook) wrote(key int16) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.written[key]
-}
-
-func (h *keyHook) String() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	keys := SortedKeys(h.written)
-	s := "client wrote"
-	for _, k := range keys {
-		s += fmt.Sprintf(" %d×%d", h.written[k], k)
-	}
-	return s
 }
 
 func newClient(seeds []string, clientID string, hook *keyHook, opts ...kgo.Opt) (*kgo.Client, error) {
@@ -117,7 +57,7 @@ func newClient(seeds []string, clientID string, hook *keyHook, opts ...kgo.Opt) 
 // PushTelemetry (Terminating) on the way out.
 func closeWithTelemetry(cl *kgo.Client, hook *keyHook) error {
 	cl.Close()
-	if hook.wrote(int16(kmsg.PushTelemetry)) == 0 {
+	if hook.SentCount(int16(kmsg.PushTelemetry)) == 0 {
 		return errors.New("client closed without sending PushTelemetry")
 	}
 	return nil
@@ -140,7 +80,7 @@ func KgoProducer(ctx context.Context, seeds []string, clientID string) (string, 
 	}
 	// Telemetry starts once the client has produced: it asks for its
 	// subscription, and pushes a final (terminating) report on close.
-	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
+	if err := hook.WaitReceived(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
 		return "", err
 	}
 	if err := closeWithTelemetry(cl, hook); err != nil {
@@ -201,9 +141,7 @@ func KgoProducerGivingUp(ctx context.Context, seeds []string, clientID string, m
 	var perr error
 wait:
 	for {
-		hook.mu.Lock()
-		n, ch := hook.read[int16(kmsg.ApiVersions)], hook.changed
-		hook.mu.Unlock()
+		n, ch := hook.ReceivedCount(int16(kmsg.ApiVersions))
 		if n >= maxAPIVersions {
 			cancel()
 		}
@@ -263,10 +201,10 @@ func KgoConsumerClassic(ctx context.Context, seeds []string, clientID, group str
 	if err != nil {
 		return "", err
 	}
-	if err := hook.waitRead(ctx, 2, int16(kmsg.Heartbeat)); err != nil {
+	if err := hook.WaitReceived(ctx, 2, int16(kmsg.Heartbeat)); err != nil {
 		return "", err
 	}
-	if err := hook.waitRead(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
+	if err := hook.WaitReceived(ctx, 1, int16(kmsg.GetTelemetrySubscriptions)); err != nil {
 		return "", err
 	}
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
@@ -297,7 +235,7 @@ func KgoConsumer848(ctx context.Context, seeds []string, clientID, group string)
 	if err != nil {
 		return "", err
 	}
-	if err := hook.waitRead(ctx, 3, int16(kmsg.ConsumerGroupHeartbeat)); err != nil {
+	if err := hook.WaitReceived(ctx, 3, int16(kmsg.ConsumerGroupHeartbeat)); err != nil {
 		return "", err
 	}
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
@@ -306,7 +244,7 @@ func KgoConsumer848(ctx context.Context, seeds []string, clientID, group string)
 	if err := closeWithTelemetry(cl, hook); err != nil {
 		return "", err
 	}
-	if hook.wrote(int16(kmsg.JoinGroup)) > 0 {
+	if hook.SentCount(int16(kmsg.JoinGroup)) > 0 {
 		return "", errors.New("the KIP-848 consumer fell back to the classic protocol (JoinGroup sent)")
 	}
 	return fmt.Sprintf("consumed %d records in group %s; %s", got, group, hook), nil

@@ -77,12 +77,12 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 	dec := newSegmentDecoder()
 	st := &FileStats{Requests: map[int16]int{}, Versions: map[int16]map[int16]int{}}
 	streams := map[ConnKey]*clientStream{}
-	// ended1 is a stream whose 4-tuple a later connection took.
-	type ended1 struct {
+	// endedStream is a stream whose 4-tuple a later connection took.
+	type endedStream struct {
 		key ConnKey
 		s   *clientStream
 	}
-	var ended []ended1
+	var ended []endedStream
 	conns := map[ConnKey]bool{}
 	for {
 		data, _, err := r.ReadPacketData()
@@ -114,7 +114,7 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 		if tcp.SYN && s != nil && (s.hasISN && s.isn != tcp.Seq || len(s.segs) > 0) {
 			// The kernel gave the 4-tuple to a new connection: the old
 			// one's bytes are a stream of their own.
-			ended = append(ended, ended1{key, s})
+			ended = append(ended, endedStream{key, s})
 			st.ReusedTuples++
 			s = nil
 		}
@@ -132,7 +132,7 @@ func ReadRequests(path string, ports []uint16) (*FileStats, error) {
 	st.Connections = len(conns) + st.ReusedTuples
 
 	for key, s := range streams {
-		ended = append(ended, ended1{key, s})
+		ended = append(ended, endedStream{key, s})
 	}
 	for _, e := range ended {
 		key, s := e.key, e.s
