@@ -168,7 +168,8 @@ func (r *recorder) closed(c *Conn, end End) {
 	r.add(op{kind: opClosed, conn: c, i: int32(len(r.cur.ends) - 1)})
 }
 
-func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink Sink, sum *Summary) (Summary, error) {
+func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *deliverer) (Summary, error) {
+	sum := d.sum
 	n := opt.Workers
 	free := make(chan *chunk, chunksAhead)
 	for range chunksAhead {
@@ -197,7 +198,6 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
 	go rd.run()
 
-	d := &deliverer{sink: sink, sum: sum}
 	nextTick := time.Now().Add(time.Second)
 	tick := func(st capture.Stats) {
 		pr := d.progress(st)

@@ -46,11 +46,11 @@ func (t *tracer) Closed(c *Conn) {
 func traceRun(t *testing.T, opt Options) ([]string, Summary) {
 	t.Helper()
 	tr := &tracer{}
-	sum, err := Run(context.Background(), opt, tr)
+	res, err := Run(context.Background(), opt, tr)
 	if err != nil {
 		t.Fatalf("Run with %d workers: %v", opt.Workers, err)
 	}
-	return tr.lines, sum
+	return tr.lines, res.Summary
 }
 
 // traceParallel is traceRun through runParallel itself, set up as Run sets
@@ -68,7 +68,7 @@ func traceParallel(t *testing.T, opt Options) ([]string, Summary) {
 	}
 	tr := &tracer{}
 	sum := Summary{Files: files.Files()}
-	if _, err := runParallel(context.Background(), opt, files, tr, &sum); err != nil {
+	if _, err := runParallel(context.Background(), opt, files, &deliverer{sink: tr, sum: &sum}); err != nil {
 		t.Fatalf("runParallel with %d workers: %v", opt.Workers, err)
 	}
 	return tr.lines, sum

@@ -34,6 +34,9 @@ type Options struct {
 	Workers    int
 	Reassembly reassembly.Options
 	Decode     decode.Options
+	// Rules, when set, runs the rules over every connection (analyze,
+	// live); frames leaves it unset.
+	Rules *Check
 	// ResyncBytes caps the bytes that connection sides which lost their
 	// framing keep in all while they look for a frame start (default 64
 	// MiB; each side keeps at most Decode.MaxScan). Workers share it out.
@@ -77,7 +80,9 @@ type End struct {
 	ClientID string
 }
 
-// Sink receives the decoded events in capture order.
+// Sink receives the decoded events in capture order; it may be nil when
+// only the Result is wanted. It may also be an OpenSink, a GapSink or a
+// FindingSink.
 type Sink interface {
 	// Event is called for each decoder event; e is valid only during the
 	// call.
@@ -168,11 +173,30 @@ type Progress struct {
 	Responses   int64
 }
 
-// Run reads the inputs to the end (or until ctx is done, or MaxPackets)
-// and hands every event to sink. The error is for inputs that cannot be
-// read at all.
-func Run(ctx context.Context, opt Options, sink Sink) (out Summary, err error) {
+// Run reads the inputs to the end (or until ctx is done, or MaxPackets),
+// hands every event to sink and, with Options.Rules, checks the rules. The
+// error is for inputs that cannot be read at all.
+func Run(ctx context.Context, opt Options, sink Sink) (Result, error) {
+	if sink == nil {
+		sink = nopSink{}
+	}
+	d := &deliverer{sink: sink, check: newChecker(opt.Rules, sink)}
+	sum, err := run(ctx, opt, d)
+	res := Result{Summary: sum}
+	if d.check != nil {
+		res.Rules = d.check.result()
+	}
+	return res, err
+}
+
+type nopSink struct{}
+
+func (nopSink) Event(*Conn, *decode.Event) {}
+func (nopSink) Closed(*Conn)               {}
+
+func run(ctx context.Context, opt Options, d *deliverer) (out Summary, err error) {
 	var sum Summary
+	d.sum = &sum
 	src := opt.Source
 	var files *capture.Reader
 	if src == nil {
@@ -188,7 +212,7 @@ func Run(ctx context.Context, opt Options, sink Sink) (out Summary, err error) {
 	}
 	defer src.Close()
 	if opt.Workers > 1 && files != nil {
-		return runParallel(ctx, opt, files, sink, &sum)
+		return runParallel(ctx, opt, files, d)
 	}
 	if files != nil {
 		defer catchFaults()()
@@ -198,7 +222,6 @@ func Run(ctx context.Context, opt Options, sink Sink) (out Summary, err error) {
 			}
 		}()
 	}
-	d := &deliverer{sink: sink, sum: &sum}
 	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
@@ -356,9 +379,10 @@ func (w *worker) emit(wc *workerConn, evs []decode.Event) {
 }
 
 // deliverer numbers the connections, keeps the counters of the summary and
-// hands everything to the Sink, in capture order.
+// hands everything to the rules stage and the Sink, in capture order.
 type deliverer struct {
 	sink      Sink
+	check     *checker // nil without Options.Rules
 	sum       *Summary
 	nextID    int
 	openNow   int // connections open now
@@ -376,6 +400,9 @@ func (d *deliverer) open(c *Conn) {
 	c.ID = d.nextID
 	d.sum.Connections++
 	d.openNow++
+	if d.check != nil {
+		d.check.open(c)
+	}
 	if o, ok := d.sink.(OpenSink); ok {
 		o.Open(c)
 	}
@@ -393,12 +420,18 @@ func (d *deliverer) event(c *Conn, e *decode.Event) {
 	case decode.EventResponse:
 		d.responses++
 	}
+	if d.check != nil {
+		d.check.event(c, e)
+	}
 	d.sink.Event(c, e)
 }
 
 func (d *deliverer) gap(c *Conn, side decode.Side, at decode.Where) {
 	c.Gaps++
 	d.sum.Gaps++
+	if d.check != nil {
+		d.check.gap(c, side, at)
+	}
 	if g, ok := d.sink.(GapSink); ok {
 		g.Gap(c, side, at)
 	}
@@ -418,6 +451,9 @@ func (d *deliverer) closed(c *Conn, end End) {
 	s.Malformed += n.Malformed
 	s.UnknownAPI += n.UnknownAPI
 	s.SASLTokens += n.SASLTokens
+	if d.check != nil {
+		d.check.closed(c)
+	}
 	d.sink.Closed(c)
 }
 

@@ -77,7 +77,7 @@ func runPipeline(t *testing.T, opt Options) (*collector, Summary) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	return col, sum
+	return col, sum.Summary
 }
 
 // sameMessages requires got to list exactly the messages of want, in

@@ -107,7 +107,7 @@ func decodeBuilt(t *testing.T, b *Built) (*framesSink, pipeline.Summary) {
 		t.Fatal(err)
 	}
 	slices.Sort(sink.lines)
-	return sink, sum
+	return sink, sum.Summary
 }
 
 // scriptedCodes is the codes frames must list for a scripted answer: its

@@ -7,9 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/pipeline"
-	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -34,27 +32,25 @@ func (f *ruleFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show info findings in the table too")
 }
 
-// ruleFilter is the parsed form of ruleFlags.
-type ruleFilter struct {
+// ruleChoice is the parsed form of ruleFlags.
+type ruleChoice struct {
 	profile  rules.ProfileChoice
-	keep     map[string]bool // nil: every rule
-	skip     map[string]bool
-	min      rules.Severity
+	filter   rules.Filter
 	failOn   rules.Severity
 	failNone bool
 }
 
-func (f *ruleFlags) parse() (ruleFilter, error) {
-	var rf ruleFilter
+func (f *ruleFlags) parse() (ruleChoice, error) {
+	var rc ruleChoice
 	switch f.profile {
 	case "auto":
-		rf.profile = rules.ProfileAuto
+		rc.profile = rules.ProfileAuto
 	case "seed":
-		rf.profile = rules.ForceSeed
+		rc.profile = rules.ForceSeed
 	case "accepted":
-		rf.profile = rules.ForceAccepted
+		rc.profile = rules.ForceAccepted
 	default:
-		return rf, fmt.Errorf("--profile %q: want seed, accepted or auto", f.profile)
+		return rc, fmt.Errorf("--profile %q: want seed, accepted or auto", f.profile)
 	}
 	sel := func(flag string, pats []string) (map[string]bool, error) {
 		if len(pats) == 0 {
@@ -71,62 +67,33 @@ func (f *ruleFlags) parse() (ruleFilter, error) {
 		return m, nil
 	}
 	var err error
-	if rf.keep, err = sel("--rule", f.rules); err != nil {
-		return rf, err
+	if rc.filter.Keep, err = sel("--rule", f.rules); err != nil {
+		return rc, err
 	}
-	if rf.skip, err = sel("--skip-rule", f.skipRules); err != nil {
-		return rf, err
+	if rc.filter.Skip, err = sel("--skip-rule", f.skipRules); err != nil {
+		return rc, err
 	}
 	var ok bool
-	if rf.min, ok = rules.ParseSeverity(f.minSeverity); !ok {
-		return rf, fmt.Errorf("--min-severity %q: want info, warning or error", f.minSeverity)
+	if rc.filter.Min, ok = rules.ParseSeverity(f.minSeverity); !ok {
+		return rc, fmt.Errorf("--min-severity %q: want info, warning or error", f.minSeverity)
 	}
 	if f.failOn == "never" {
-		rf.failNone = true
-	} else if rf.failOn, ok = rules.ParseSeverity(f.failOn); !ok {
-		return rf, fmt.Errorf("--fail-on %q: want info, warning, error or never", f.failOn)
+		rc.failNone = true
+	} else if rc.failOn, ok = rules.ParseSeverity(f.failOn); !ok {
+		return rc, fmt.Errorf("--fail-on %q: want info, warning, error or never", f.failOn)
 	}
-	return rf, nil
+	return rc, nil
 }
 
-// wants reports whether a finding passes the filter.
-func (rf *ruleFilter) wants(f *rules.Finding) bool {
-	if rf.keep != nil && !rf.keep[f.Rule] || rf.skip[f.Rule] {
-		return false
-	}
-	return f.Severity >= rf.min
-}
-
-// filter keeps the findings that pass.
-func (rf *ruleFilter) filter(res *rules.Result) {
-	kept := res.Findings[:0]
-	for _, f := range res.Findings {
-		if rf.wants(&f) {
-			kept = append(kept, f)
-		}
-	}
-	res.Findings = kept
+// check is the pipeline's rules stage for this choice and engine options.
+func (rc *ruleChoice) check(opt rules.Options) *pipeline.Check {
+	opt.Profile = rc.profile
+	return &pipeline.Check{Engine: opt, Filter: rc.filter}
 }
 
 // failing reports whether a finding at or above --fail-on exists.
-func (rf *ruleFilter) failing(res *rules.Result) bool {
-	if rf.failNone {
-		return false
-	}
-	if res.Dropped.Findings > 0 && rf.keep == nil && rf.skip == nil {
-		// Findings past the cap are gone from the list but still counted.
-		for s := rf.failOn; s <= rules.Error; s++ {
-			if res.FindingsBySeverity[s] > 0 {
-				return true
-			}
-		}
-	}
-	for _, f := range res.Findings {
-		if f.Severity >= rf.failOn {
-			return true
-		}
-	}
-	return false
+func (rc *ruleChoice) failing(res *rules.Result) bool {
+	return !rc.failNone && rc.filter.Failing(res, rc.failOn)
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -153,7 +120,7 @@ unreadable input; 130 interrupted.`,
 				return usageError(err)
 			}
 			defer stopGovernor()
-			filter, err := rf.parse()
+			choice, err := rf.parse()
 			if err != nil {
 				return usageError(err)
 			}
@@ -166,79 +133,29 @@ unreadable input; 130 interrupted.`,
 			if bar != nil {
 				opt.OnTick = bar.tick
 			}
-			sink := newRuleSink(rules.Options{Profile: filter.profile})
-			sum, err := pipeline.Run(cmd.Context(), opt, sink)
+			opt.Rules = choice.check(rules.Options{})
+			run, err := pipeline.Run(cmd.Context(), opt, nil)
 			bar.clear()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
-			res := sink.engine.Result()
-			filter.filter(&res)
-			rep := &report.Analysis{Files: displayNames(files), Summary: sum, Result: res}
+			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
 			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
 				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout())})
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
 			code := exitOK
-			if filter.failing(&res) {
+			if choice.failing(&run.Rules) {
 				code = exitFindings
 			}
-			return finalStatus(&sum, code)
+			return finalStatus(&run.Summary, code)
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
 	return cmd
-}
-
-// ruleSink feeds the pipeline's events to the rules engine.
-type ruleSink struct {
-	engine *rules.Engine
-	// onFinding, when set, sees each finding as it is made (live).
-	onFinding func(rules.Finding)
-	// onEvent, when set, sees each decoder event (live metrics).
-	onEvent func(c *pipeline.Conn, e *decode.Event)
-}
-
-func newRuleSink(opt rules.Options) *ruleSink {
-	return &ruleSink{engine: rules.New(opt)}
-}
-
-func (s *ruleSink) Open(c *pipeline.Conn) {
-	s.deliver(s.engine.Open(rules.ConnInfo{ID: c.ID, Key: rules.ConnKey{Client: c.Client, Broker: c.Broker},
-		MidStream: c.MidStream, First: c.First}))
-}
-
-func (s *ruleSink) Event(c *pipeline.Conn, e *decode.Event) {
-	if s.onEvent != nil {
-		s.onEvent(c, e)
-	}
-	s.deliver(s.engine.Event(c.ID, e))
-}
-
-func (s *ruleSink) Gap(c *pipeline.Conn, side decode.Side, at decode.Where) {
-	s.engine.Gap(c.ID, side, at)
-}
-
-func (s *ruleSink) Closed(c *pipeline.Conn) {
-	end := c.End
-	ci := rules.CloseInfo{Counters: end.Counters, NotKafka: c.NotKafka, ClientID: end.ClientID}
-	if end.Close.Seen && end.Close.By == reassembly.ToClient {
-		ci.ByBroker = true
-		ci.At = decode.Where{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
-	}
-	s.deliver(s.engine.Close(c.ID, ci))
-}
-
-func (s *ruleSink) deliver(fs []rules.Finding) {
-	if s.onFinding == nil {
-		return
-	}
-	for _, f := range fs {
-		s.onFinding(f)
-	}
 }
 
 // colorWanted: colour only on a terminal, and never with NO_COLOR set.

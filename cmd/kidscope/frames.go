@@ -44,7 +44,7 @@ Several files are merged in time order; "-" reads standard input.`,
 				return usageError(err)
 			}
 			sink := &framesSink{w: w, form: form, names: displayNames(files)}
-			sum, err := pipeline.Run(cmd.Context(), opt, sink)
+			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
@@ -52,14 +52,14 @@ Several files are merged in time order; "-" reads standard input.`,
 			if sink.err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", sink.err)}
 			}
-			fs := report.NewFramesSummary(&sum)
+			fs := report.NewFramesSummary(&run.Summary)
 			if err := w.Finish(fs); err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
 			if in.output == "csv" {
 				fmt.Fprintln(os.Stderr, fs.String())
 			}
-			return finalStatus(&sum, exitOK)
+			return finalStatus(&run.Summary, exitOK)
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/capture/filter"
+	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
@@ -87,7 +88,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		return usageError(err)
 	}
 	defer stopGovernor()
-	filter, err := rf.parse()
+	choice, err := rf.parse()
 	if err != nil {
 		return usageError(err)
 	}
@@ -134,7 +135,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	}
 	// A capture that runs for days streams its findings; the final report
 	// keeps the recent connections and instances, so memory stays flat.
-	sink := newRuleSink(rules.Options{Profile: filter.profile, MaxConnections: 2000, MaxInstances: 5000, MaxFindings: 10000})
+	opt.Rules = choice.check(rules.Options{MaxConnections: 2000, MaxInstances: 5000, MaxFindings: 10000})
+	sink := &liveSink{}
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
@@ -148,13 +150,10 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		defer metrics.close()
 		sink.onEvent = metrics.event
 	}
-	sink.onFinding = func(f rules.Finding) {
-		if !filter.wants(&f) {
-			return
-		}
+	sink.onFinding = func(f *rules.Finding) {
 		findings++
 		if metrics != nil {
-			metrics.finding(&f)
+			metrics.finding(f)
 		}
 		files := names
 		if rec != nil {
@@ -162,9 +161,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 		status.clear()
 		if in.output == "ndjson" {
-			_ = report.WriteFindingLine(stdout, files, &f, form)
+			_ = report.WriteFindingLine(stdout, files, f, form)
 		} else if f.Severity > rules.Info || rf.verbose {
-			fmt.Fprintln(stdout, report.FormatFindingText(files, &f, colorWanted(stdout)))
+			fmt.Fprintln(stdout, report.FormatFindingText(files, f, colorWanted(stdout)))
 		}
 	}
 	opt.OnTick = func(p pipeline.Progress) {
@@ -177,7 +176,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
-	sum, err := pipeline.Run(ctx, opt, sink)
+	run, err := pipeline.Run(ctx, opt, sink)
+	sum := &run.Summary
 	status.clear()
 	if err != nil {
 		return &exitError{code: exitBadInput, err: err}
@@ -190,9 +190,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// Ctrl-C, --duration and --count are how live is meant to stop: the
 	// report covers everything captured.
 	sum.Interrupted = false
-	res := sink.engine.Result()
-	filter.filter(&res)
-	rep := &report.Analysis{Files: sum.Files, Summary: sum, Result: res}
+	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
 		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson"})
 	if err != nil {
@@ -202,11 +200,28 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
 	}
 	code := exitOK
-	if filter.failing(&res) {
+	if choice.failing(&run.Rules) {
 		code = exitFindings
 	}
-	return finalStatus(&sum, code)
+	return finalStatus(sum, code)
 }
+
+// liveSink streams the findings as they are made, and hands the decoder's
+// events to the metrics.
+type liveSink struct {
+	onFinding func(*rules.Finding)
+	onEvent   func(c *pipeline.Conn, e *decode.Event) // nil without metrics
+}
+
+func (s *liveSink) Finding(f *rules.Finding) { s.onFinding(f) }
+
+func (s *liveSink) Event(c *pipeline.Conn, e *decode.Event) {
+	if s.onEvent != nil {
+		s.onEvent(c, e)
+	}
+}
+
+func (s *liveSink) Closed(*pipeline.Conn) {}
 
 // kernelFilter is the filter live runs in the kernel: --filter or
 // --bpf-raw, else TCP on the broker ports. A match returns snaplen, the

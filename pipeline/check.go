@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/rules"
+)
+
+// Check configures the rules stage of a run.
+type Check struct {
+	Engine rules.Options
+	// Filter chooses the findings a FindingSink hears and Result.Rules
+	// keeps; the engine checks every rule regardless.
+	Filter rules.Filter
+}
+
+// FindingSink is a Sink that wants each finding that passes the filter as
+// it is made (a live capture streams them); f is valid only during the
+// call.
+type FindingSink interface {
+	Finding(f *rules.Finding)
+}
+
+// Result is what a run made: its totals and, with Options.Rules, what the
+// rules found.
+type Result struct {
+	Summary
+	Rules rules.Result
+}
+
+// checker is the rules stage: the deliverer hands it every connection's
+// calls in capture order, before the Sink hears them.
+type checker struct {
+	engine *rules.Engine
+	filter rules.Filter
+	out    FindingSink // nil: findings are only kept
+}
+
+func newChecker(c *Check, sink Sink) *checker {
+	if c == nil {
+		return nil
+	}
+	k := &checker{engine: rules.New(c.Engine), filter: c.Filter}
+	k.out, _ = sink.(FindingSink)
+	return k
+}
+
+func (k *checker) open(c *Conn) {
+	k.deliver(k.engine.Open(rules.ConnInfo{ID: c.ID, Key: rules.ConnKey{Client: c.Client, Broker: c.Broker},
+		MidStream: c.MidStream, First: c.First}))
+}
+
+func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }
+
+func (k *checker) gap(c *Conn, side decode.Side, at decode.Where) { k.engine.Gap(c.ID, side, at) }
+
+func (k *checker) closed(c *Conn) {
+	end := c.End
+	ci := rules.CloseInfo{Counters: end.Counters, NotKafka: c.NotKafka, ClientID: end.ClientID}
+	if end.Close.Seen && end.Close.By == reassembly.ToClient {
+		ci.ByBroker = true
+		ci.At = decode.Where{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
+	}
+	k.deliver(k.engine.Close(c.ID, ci))
+}
+
+func (k *checker) deliver(fs []rules.Finding) {
+	if k.out == nil {
+		return
+	}
+	for i := range fs {
+		if k.filter.Wants(&fs[i]) {
+			k.out.Finding(&fs[i])
+		}
+	}
+}
+
+// result is the engine's result, filtered.
+func (k *checker) result() rules.Result {
+	res := k.engine.Result()
+	k.filter.Apply(&res)
+	return res
+}
