@@ -5,6 +5,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/kidscope/kidscope/capture/filter"
 )
 
 // The link and IP layers are parsed by hand rather than with a
@@ -24,22 +25,8 @@ const (
 	isMalformed                // a link, IP or TCP header is cut short or invalid
 )
 
-// Link-layer type values by number: libpcap's LINKTYPE_ values, where 12 and
-// 14 are the raw-IP DLT values some BSDs write into files.
-const (
-	linkNull     = 0
-	linkEthernet = 1
-	linkRaw12    = 12
-	linkRaw14    = 14
-	linkRaw      = 101
-	linkLoop     = 108
-	linkSLL      = 113
-	linkIPv4     = 228
-	linkIPv6     = 229
-	linkSLL2     = 276
-
-	linkUnknown = 0xffff // no such link type: decodes as not TCP
-)
+// linkUnknown is no link type at all: it decodes as not TCP.
+const linkUnknown layers.LinkType = 0xffff
 
 // EtherTypes handled; 0x9100..0x9300 are the pre-802.1ad vendor QinQ tags
 // still seen on older switches.
@@ -121,22 +108,22 @@ func decodeFrame(link layers.LinkType, data []byte, missing int, tcp *tcpLayer, 
 // its version (4 or 6), as the link header says.
 func linkPayload(link layers.LinkType, b []byte) (ip []byte, version int, v verdict) {
 	switch link {
-	case linkEthernet:
+	case layers.LinkTypeEthernet:
 		if len(b) < 14 {
 			return nil, 0, isMalformed
 		}
 		return etherPayload(binary.BigEndian.Uint16(b[12:14]), b[14:])
-	case linkSLL:
+	case layers.LinkTypeLinuxSLL:
 		if len(b) < 16 {
 			return nil, 0, isMalformed
 		}
 		return etherPayload(binary.BigEndian.Uint16(b[14:16]), b[16:])
-	case linkSLL2:
+	case layers.LinkTypeLinuxSLL2:
 		if len(b) < 20 {
 			return nil, 0, isMalformed
 		}
 		return etherPayload(binary.BigEndian.Uint16(b[0:2]), b[20:])
-	case linkNull, linkLoop:
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
 		// NULL stores the address family in the capturing host's byte order,
 		// LOOP in network order; families are small numbers, so whichever
 		// reading fits in 16 bits is the right one.
@@ -154,7 +141,7 @@ func linkPayload(link layers.LinkType, b []byte) (ip []byte, version int, v verd
 			return b[4:], 6, isTCP
 		}
 		return nil, 0, notTCP
-	case linkRaw, linkRaw12, linkRaw14:
+	case layers.LinkTypeRaw, filter.LinkTypeRaw12, filter.LinkTypeRaw14:
 		if len(b) == 0 {
 			return nil, 0, isMalformed
 		}
@@ -165,9 +152,9 @@ func linkPayload(link layers.LinkType, b []byte) (ip []byte, version int, v verd
 			return b, 6, isTCP
 		}
 		return nil, 0, isMalformed
-	case linkIPv4:
+	case layers.LinkTypeIPv4:
 		return b, 4, isTCP
-	case linkIPv6:
+	case layers.LinkTypeIPv6:
 		return b, 6, isTCP
 	}
 	return nil, 0, notTCP

@@ -48,7 +48,7 @@ func pcapHeader(hdr []byte) (pcapFormat, layers.LinkType, error) {
 	}
 	f := newPcapFormat(hdr)
 	link := pr.LinkType() // the field's low 16 bits: the FCS bits are not part of it
-	if link != linkEthernet {
+	if link != layers.LinkTypeEthernet {
 		f.fcs = 0
 	}
 	return f, link, nil

@@ -315,7 +315,7 @@ func (r *ngRecords) iface(b []byte) error {
 		}
 		opts = opts[4+(n+3)&^3:]
 	}
-	if f.link != linkEthernet {
+	if f.link != layers.LinkTypeEthernet {
 		// Only Ethernet frames are parsed with their FCS in mind.
 		f.fcs = 0
 	}

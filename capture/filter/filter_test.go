@@ -131,7 +131,7 @@ func TestEmptyAndRejectAll(t *testing.T) {
 	if err != nil || !p.MatchesNothing() {
 		t.Errorf("ip and not ip: %v %v", p, err)
 	}
-	p, err = Compile("ip6", layers.LinkType(linkIPv4), 0)
+	p, err = Compile("ip6", layers.LinkTypeIPv4, 0)
 	if err != nil || !p.MatchesNothing() {
 		t.Errorf("ip6 on raw IPv4: %v %v", p, err)
 	}

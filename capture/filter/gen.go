@@ -194,18 +194,12 @@ const (
 	protoUndef      = -1
 )
 
-// Link types by number (libpcap's LINKTYPE_ values).
+// The raw-IP link types some BSDs write into capture files: their DLT_RAW
+// values, which libpcap reads as LINKTYPE_RAW (gopacket's LinkTypeRaw, 101)
+// and gopacket does not name.
 const (
-	linkNull     = 0
-	linkEthernet = 1
-	linkRaw12    = 12
-	linkRaw14    = 14
-	linkRaw      = 101
-	linkLoop     = 108
-	linkSLL      = 113
-	linkIPv4     = 228
-	linkIPv6     = 229
-	linkSLL2     = 276
+	LinkTypeRaw12 layers.LinkType = 12
+	LinkTypeRaw14 layers.LinkType = 14
 )
 
 // AF_INET6 values a NULL or LOOP link header carries for IPv6, in the
@@ -224,15 +218,15 @@ type gen struct {
 func newGen(link layers.LinkType) (*gen, error) {
 	g := &gen{link: link}
 	switch link {
-	case linkEthernet:
+	case layers.LinkTypeEthernet:
 		g.offLinkType, g.offLinkPL = 12, 14
-	case linkSLL:
+	case layers.LinkTypeLinuxSLL:
 		g.offLinkType, g.offLinkPL = 14, 16
-	case linkSLL2:
+	case layers.LinkTypeLinuxSLL2:
 		g.offLinkType, g.offLinkPL = 0, 20
-	case linkNull, linkLoop:
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
 		g.offLinkType, g.offLinkPL = 0, 4
-	case linkRaw, linkRaw12, linkRaw14, linkIPv4, linkIPv6:
+	case layers.LinkTypeRaw, LinkTypeRaw12, LinkTypeRaw14, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
 		g.offLinkType, g.offLinkPL = -1, 0
 	default:
 		return nil, fmt.Errorf("link type %d is not supported by the filter", int(link))
@@ -294,9 +288,9 @@ func genFalse() *block { return uncond(false) }
 // linktype tests that the link layer carries the given EtherType.
 func (g *gen) linktype(et uint32) *block {
 	switch g.link {
-	case linkEthernet, linkSLL, linkSLL2:
+	case layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL, layers.LinkTypeLinuxSLL2:
 		return g.cmp(orLinkType, 0, bpfH, et)
-	case linkNull, linkLoop:
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
 		var fams []uint32
 		switch et {
 		case etherIP:
@@ -308,7 +302,7 @@ func (g *gen) linktype(et uint32) *block {
 		}
 		var b *block
 		for _, f := range fams {
-			if g.link == linkNull {
+			if g.link == layers.LinkTypeNull {
 				// NULL's family is in the writing host's byte order:
 				// little-endian, as libpcap compares it on a
 				// little-endian host reading a file written by one.
@@ -321,7 +315,7 @@ func (g *gen) linktype(et uint32) *block {
 			b = c
 		}
 		return b
-	case linkRaw, linkRaw12, linkRaw14:
+	case layers.LinkTypeRaw, LinkTypeRaw12, LinkTypeRaw14:
 		switch et {
 		case etherIP:
 			return g.mcmp(orLinkHdr, 0, bpfB, 0x40, 0xf0)
@@ -329,12 +323,12 @@ func (g *gen) linktype(et uint32) *block {
 			return g.mcmp(orLinkHdr, 0, bpfB, 0x60, 0xf0)
 		}
 		return genFalse()
-	case linkIPv4:
+	case layers.LinkTypeIPv4:
 		if et == etherIP {
 			return genTrue()
 		}
 		return genFalse()
-	case linkIPv6:
+	case layers.LinkTypeIPv6:
 		if et == etherIPv6 {
 			return genTrue()
 		}
@@ -509,7 +503,7 @@ func (g *gen) port(v6 bool, ipProto int, dir dirQual, lo, hi uint32, isRange boo
 }
 
 func (g *gen) vlan(id int) (*block, error) {
-	if g.link != linkEthernet {
+	if g.link != layers.LinkTypeEthernet {
 		return nil, fmt.Errorf("no VLAN support for %s", linkName(g.link))
 	}
 	b0 := g.linktype(ether8021Q)
@@ -608,21 +602,21 @@ func (g *gen) program(n *node, snaplen uint32) (*block, error) {
 // linkName names a link type as libpcap's messages do.
 func linkName(l layers.LinkType) string {
 	switch l {
-	case linkEthernet:
+	case layers.LinkTypeEthernet:
 		return "Ethernet"
-	case linkSLL:
+	case layers.LinkTypeLinuxSLL:
 		return "Linux cooked v1"
-	case linkSLL2:
+	case layers.LinkTypeLinuxSLL2:
 		return "Linux cooked v2"
-	case linkRaw, linkRaw12, linkRaw14:
+	case layers.LinkTypeRaw, LinkTypeRaw12, LinkTypeRaw14:
 		return "Raw IP"
-	case linkIPv4:
+	case layers.LinkTypeIPv4:
 		return "Raw IPv4"
-	case linkIPv6:
+	case layers.LinkTypeIPv6:
 		return "Raw IPv6"
-	case linkNull:
+	case layers.LinkTypeNull:
 		return "BSD loopback"
-	case linkLoop:
+	case layers.LinkTypeLoop:
 		return "OpenBSD loopback"
 	}
 	return fmt.Sprintf("link type %d", int(l))

@@ -207,11 +207,11 @@ func (p testPacket) frame(link layers.LinkType) ([]byte, bool) {
 			et = 0x86dd
 		}
 	}
-	if len(p.tags) > 0 && link != linkEthernet {
+	if len(p.tags) > 0 && link != layers.LinkTypeEthernet {
 		return nil, false
 	}
 	switch link {
-	case linkEthernet:
+	case layers.LinkTypeEthernet:
 		h := []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1}
 		for i, tag := range p.tags {
 			h = binary.BigEndian.AppendUint16(h, tag)
@@ -219,14 +219,14 @@ func (p testPacket) frame(link layers.LinkType) ([]byte, bool) {
 		}
 		h = binary.BigEndian.AppendUint16(h, et)
 		return append(h, payload...), true
-	case linkSLL:
+	case layers.LinkTypeLinuxSLL:
 		h := make([]byte, 16)
 		binary.BigEndian.PutUint16(h[2:], 1)
 		binary.BigEndian.PutUint16(h[4:], 6)
 		copy(h[6:], []byte{2, 0, 0, 0, 0, 1})
 		binary.BigEndian.PutUint16(h[14:], et)
 		return append(h, payload...), true
-	case linkSLL2:
+	case layers.LinkTypeLinuxSLL2:
 		h := make([]byte, 20)
 		binary.BigEndian.PutUint16(h[0:], et)
 		binary.BigEndian.PutUint32(h[4:], 3)
@@ -239,19 +239,19 @@ func (p testPacket) frame(link layers.LinkType) ([]byte, bool) {
 		return nil, false
 	}
 	switch link {
-	case linkRaw, linkRaw12, linkRaw14:
+	case layers.LinkTypeRaw, LinkTypeRaw12, LinkTypeRaw14:
 		return slicesClone(ip), true
-	case linkIPv4:
+	case layers.LinkTypeIPv4:
 		return slicesClone(ip), v == 4
-	case linkIPv6:
+	case layers.LinkTypeIPv6:
 		return slicesClone(ip), v == 6
-	case linkNull, linkLoop:
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
 		fam := uint32(2)
 		if v == 6 {
 			fam = 30 // macOS's AF_INET6, as its lo0 captures carry
 		}
 		h := make([]byte, 4)
-		if link == linkNull {
+		if link == layers.LinkTypeNull {
 			binary.LittleEndian.PutUint32(h, fam)
 		} else {
 			binary.BigEndian.PutUint32(h, fam)

@@ -143,7 +143,7 @@ func TestGolden(t *testing.T) {
 		dir := t.TempDir()
 		for _, c := range goldenCases {
 			args := []string{"-d", "-y", c.link, c.expr}
-			if l := linkByName(c.link); l == linkNull || l == linkLoop {
+			if l := linkByName(c.link); l == layers.LinkTypeNull || l == layers.LinkTypeLoop {
 				args = []string{"-d", "-r", writePcap(t, dir, l, nil), c.expr}
 			}
 			out, err := exec.Command(td, args...).Output()
@@ -287,9 +287,9 @@ func TestVerdictsAgainstTcpdump(t *testing.T) {
 func TestLoopbackIPv6Families(t *testing.T) {
 	pkt := packetSet()[16].ip // v6 tcp to 9092
 	for _, fam := range []uint32{10, 24, 28, 30} {
-		for _, link := range []layers.LinkType{linkNull, linkLoop} {
+		for _, link := range []layers.LinkType{layers.LinkTypeNull, layers.LinkTypeLoop} {
 			h := make([]byte, 4)
-			if link == linkNull {
+			if link == layers.LinkTypeNull {
 				h[0] = byte(fam)
 			} else {
 				h[3] = byte(fam)
