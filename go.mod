@@ -3,6 +3,7 @@ module github.com/kidscope/kidscope
 go 1.26.8
 
 require (
+	github.com/google/uuid v1.6.0
 	github.com/gopacket/gopacket v1.7.7
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/prometheus/client_model v0.6.3

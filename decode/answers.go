@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+
+	"github.com/kidscope/kidscope/kafka"
 )
 
 //go:generate go run ../internal/generrors -o answers_gen.go
@@ -156,7 +158,7 @@ func keyName(key int16) string {
 // none after one with an ID.
 type idWatch struct {
 	seen  bool // a flexible header carried a non-zero ID
-	first UUID
+	first kafka.UUID
 	noID  bool // a flexible header carried none
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -290,7 +291,7 @@ func reflectSetErrorCode(r kmsg.Response, code int16) bool {
 // the requests idWatch marks, or all with AllAnswers; the top-level code
 // of the others is still read from their first bytes.
 func TestConnAnswers(t *testing.T) {
-	id, other := testID, UUID{1, 2, 3}
+	id, other := testID, kafka.UUID{1, 2, 3}
 	rejected := func() kmsg.Response {
 		return &kmsg.MetadataResponse{Topics: []kmsg.MetadataResponseTopic{{ErrorCode: 42}}}
 	}
@@ -345,15 +346,15 @@ func answerString(a Answer) string {
 }
 
 func TestIDWatch(t *testing.T) {
-	id, other := testID, UUID{1}
-	h := func(hv int, x *UUID) *RequestHeader {
+	id, other := testID, kafka.UUID{1}
+	h := func(hv int, x *kafka.UUID) *RequestHeader {
 		r := &RequestHeader{HeaderVersion: hv}
 		if x != nil {
 			r.InstanceID, r.HasInstanceID = *x, true
 		}
 		return r
 	}
-	zero, one := UUID{}, UUID{15: 1}
+	zero, one := kafka.UUID{}, kafka.UUID{15: 1}
 	cases := []struct {
 		name string
 		reqs []*RequestHeader

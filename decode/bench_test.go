@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -76,7 +77,7 @@ func BenchmarkResync(b *testing.B) {
 		c := NewConn(Options{})
 		c.Start(BrokerSide, true)
 		for k := 0; k < len(noise); k += 1448 {
-			c.Feed(BrokerSide, noise[k:min(k+1448, len(noise))], []Span{{End: min(1448, len(noise)-k)}})
+			c.Feed(BrokerSide, noise[k:min(k+1448, len(noise))], []kafka.Span{{End: min(1448, len(noise)-k)}})
 		}
 	}
 }

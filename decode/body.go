@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -33,7 +34,7 @@ const (
 type Body struct {
 	// Request bodies of GetTelemetrySubscriptions and PushTelemetry v0, and
 	// the GetTelemetrySubscriptions v0 response: the ClientInstanceId field.
-	InstanceID    UUID
+	InstanceID    kafka.UUID
 	HasInstanceID bool
 	// PushTelemetry request.
 	SubscriptionID int32

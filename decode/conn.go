@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // Options bound what one Conn may hold. The zero value takes the defaults.
@@ -148,7 +150,7 @@ func (c *Conn) Lost(s Side) {
 // Feed decodes the next bytes of one side. spans map offsets in data to
 // the frame where they became available. The events returned are valid
 // until the next call (on any Conn sharing the Options' Scratch).
-func (c *Conn) Feed(s Side, data []byte, spans []Span) []Event {
+func (c *Conn) Feed(s Side, data []byte, spans []kafka.Span) []Event {
 	c.begin()
 	defer c.end()
 	if c.dead || len(data) == 0 {
@@ -280,7 +282,7 @@ type framer struct {
 	// a body that does not decode is malformed; a small answer decoded
 	// only because it is cheap keeps its top-level code silently.
 	needed bool
-	lastAt Where
+	lastAt kafka.FrameRef
 
 	// lostState is there only while the side is lost: most of 100,000
 	// connections never are, and need not carry it.
@@ -290,10 +292,10 @@ type framer struct {
 
 // lostState is what a lost side keeps while it looks for a frame start.
 type lostState struct {
-	scan    []byte // bytes kept while lost
-	marks   []Span // spans of scan
-	scanAt  int64  // bytes dropped from the front of scan while lost
-	scanned int    // scan positions before this one are judged
+	scan    []byte       // bytes kept while lost
+	marks   []kafka.Span // spans of scan
+	scanAt  int64        // bytes dropped from the front of scan while lost
+	scanned int          // scan positions before this one are judged
 	// tlsLooked is how many bytes the side had when its scan was last
 	// searched for TLS records.
 	tlsLooked int64
@@ -331,11 +333,11 @@ func (f *framer) resetFrame() {
 }
 
 // appendScan keeps data while lost, dropping the oldest bytes over max.
-func (f *framer) appendScan(data []byte, spans []Span, max int, cnt *Counters) {
+func (f *framer) appendScan(data []byte, spans []kafka.Span, max int, cnt *Counters) {
 	base := len(f.scan)
 	f.scan = append(f.scan, data...)
 	for _, sp := range spans {
-		f.marks = append(f.marks, Span{End: base + sp.End, At: sp.At})
+		f.marks = append(f.marks, kafka.Span{End: base + sp.End, At: sp.At})
 	}
 	if over := len(f.scan) - max; over > 0 {
 		f.dropScan(over)
@@ -368,7 +370,7 @@ func (f *framer) dropScan(n int) {
 }
 
 // at returns where the byte at offset off of a chunk became available.
-func at(spans []Span, off int) Where {
+func at(spans []kafka.Span, off int) kafka.FrameRef {
 	for _, sp := range spans {
 		if off < sp.End {
 			return sp.At
@@ -377,11 +379,11 @@ func at(spans []Span, off int) Where {
 	if len(spans) > 0 {
 		return spans[len(spans)-1].At
 	}
-	return Where{}
+	return kafka.FrameRef{}
 }
 
 // frameBytes runs the framing state machine over in-sync bytes.
-func (c *Conn) frameBytes(f *framer, b []byte, spans []Span) {
+func (c *Conn) frameBytes(f *framer, b []byte, spans []kafka.Span) {
 	off := 0
 	for off < len(b) && !c.dead {
 		if f.lost {
@@ -450,11 +452,11 @@ func (f *framer) rawSoFar() []byte {
 	return append(out, f.buf...)
 }
 
-func shiftSpans(spans []Span, off int) []Span {
-	out := make([]Span, 0, len(spans))
+func shiftSpans(spans []kafka.Span, off int) []kafka.Span {
+	out := make([]kafka.Span, 0, len(spans))
 	for _, sp := range spans {
 		if sp.End > off {
-			out = append(out, Span{End: sp.End - off, At: sp.At})
+			out = append(out, kafka.Span{End: sp.End - off, At: sp.At})
 		}
 	}
 	return out
@@ -466,7 +468,7 @@ func (c *Conn) loseWith(f *framer, seen []byte) {
 	keepAt := f.lastAt
 	f.lose()
 	f.scan = append(f.scan, seen...)
-	f.marks = append(f.marks, Span{End: len(f.scan), At: keepAt})
+	f.marks = append(f.marks, kafka.Span{End: len(f.scan), At: keepAt})
 	if over := len(f.scan) - c.scanLimit(f); over > 0 {
 		f.dropScan(over)
 		c.cnt.SkippedBytes += int64(over)
@@ -638,7 +640,7 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 }
 
 // completeFrame emits the event of a frame whose last byte has arrived.
-func (c *Conn) completeFrame(f *framer, w Where) {
+func (c *Conn) completeFrame(f *framer, w kafka.FrameRef) {
 	f.synced = true
 	f.lastAt = w
 	if f.size == 0 && c.saslTokens {
@@ -658,7 +660,7 @@ func (c *Conn) completeFrame(f *framer, w Where) {
 	f.resetFrame()
 }
 
-func (c *Conn) completeRequest(f *framer, w Where) {
+func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 	m := *f.msg
 	h := m.Request
 	c.cnt.Requests++
@@ -688,7 +690,7 @@ func (c *Conn) completeRequest(f *framer, w Where) {
 	c.events = append(c.events, Event{Kind: EventRequest, Side: ClientSide, At: w, Msg: m})
 }
 
-func (c *Conn) completeResponse(f *framer, w Where) {
+func (c *Conn) completeResponse(f *framer, w kafka.FrameRef) {
 	m := *f.msg
 	c.cnt.Responses++
 	if !m.Matched {
@@ -758,12 +760,12 @@ func safeDecode(fn func() (Body, error)) (b Body, err error) {
 	return fn()
 }
 
-func (c *Conn) malformed(f *framer, w Where, err error) {
+func (c *Conn) malformed(f *framer, w kafka.FrameRef, err error) {
 	c.cnt.Malformed++
 	c.events = append(c.events, Event{Kind: EventMalformed, Side: f.side, At: w, Err: err})
 }
 
-func (c *Conn) notKafka(s Side, w Where, reason string) {
+func (c *Conn) notKafka(s Side, w kafka.FrameRef, reason string) {
 	c.dead = true
 	c.events = append(c.events, Event{Kind: EventNotKafka, Side: s, At: w, Reason: reason})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,9 +27,9 @@ type item struct {
 	corr int32
 }
 
-var testID = UUID{0x5e, 0x11, 0x7a, 0x3d, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0xaa, 0xbb, 0xcc}
+var testID = kafka.UUID{0x5e, 0x11, 0x7a, 0x3d, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0xaa, 0xbb, 0xcc}
 
-func (w *wire) request(key, ver int16, corr int32, clientID string, id *UUID, body kmsg.Request) {
+func (w *wire) request(key, ver int16, corr int32, clientID string, id *kafka.UUID, body kmsg.Request) {
 	api, ok := LookupAPI(key)
 	if !ok {
 		panic(fmt.Sprintf("no api %d", key))
@@ -99,7 +100,7 @@ func feed(c *Conn, w *wire, cuts [2][]int) []Event {
 			}
 			chunk[s]++
 			frame := int64(int(s)*1000 + chunk[s])
-			out = append(out, c.Feed(s, w.side[s][pos[s]:end], []Span{{End: end - pos[s], At: Where{Frame: frame}}})...)
+			out = append(out, c.Feed(s, w.side[s][pos[s]:end], []kafka.Span{{End: end - pos[s], At: kafka.FrameRef{Frame: frame}}})...)
 			pos[s] = end
 		}
 	}
@@ -269,8 +270,8 @@ func TestConnMidStream(t *testing.T) {
 	c.Start(ClientSide, true)
 	c.Start(BrokerSide, true)
 	var got []Event
-	got = append(got, c.Feed(ClientSide, w.side[ClientSide][startReq:], []Span{{End: len(w.side[ClientSide]) - startReq, At: Where{Frame: 1}}})...)
-	got = append(got, c.Feed(BrokerSide, w.side[BrokerSide][startResp:], []Span{{End: len(w.side[BrokerSide]) - startResp, At: Where{Frame: 2}}})...)
+	got = append(got, c.Feed(ClientSide, w.side[ClientSide][startReq:], []kafka.Span{{End: len(w.side[ClientSide]) - startReq, At: kafka.FrameRef{Frame: 1}}})...)
+	got = append(got, c.Feed(BrokerSide, w.side[BrokerSide][startResp:], []kafka.Span{{End: len(w.side[BrokerSide]) - startResp, At: kafka.FrameRef{Frame: 2}}})...)
 	got = append(got, c.Finish()...)
 	var keys []string
 	for _, e := range messages(got) {
@@ -298,9 +299,9 @@ func TestConnGap(t *testing.T) {
 	cut1 := w.items[2].end + 10  // inside the Metadata request... after it: inside GetTelemetrySubscriptions
 	cut2 := w.items[4].end + 100 // inside the Produce request
 	var got []Event
-	got = append(got, c.Feed(ClientSide, cs[:cut1], []Span{{End: cut1, At: Where{Frame: 1}}})...)
+	got = append(got, c.Feed(ClientSide, cs[:cut1], []kafka.Span{{End: cut1, At: kafka.FrameRef{Frame: 1}}})...)
 	c.Lost(ClientSide)
-	got = append(got, c.Feed(ClientSide, cs[cut2:], []Span{{End: len(cs) - cut2, At: Where{Frame: 2}}})...)
+	got = append(got, c.Feed(ClientSide, cs[cut2:], []kafka.Span{{End: len(cs) - cut2, At: kafka.FrameRef{Frame: 2}}})...)
 	got = append(got, c.Finish()...)
 	var keys []int16
 	resyncs := 0
@@ -320,11 +321,11 @@ func TestConnGap(t *testing.T) {
 func TestConnTLS(t *testing.T) {
 	c := NewConn(Options{})
 	c.Start(ClientSide, false)
-	evs := c.Feed(ClientSide, []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}, []Span{{End: 11, At: Where{Frame: 4}}})
+	evs := c.Feed(ClientSide, []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}, []kafka.Span{{End: 11, At: kafka.FrameRef{Frame: 4}}})
 	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" || evs[0].At.Frame != 4 {
 		t.Fatalf("events %+v", evs)
 	}
-	if evs := c.Feed(ClientSide, []byte{0, 0, 0, 10, 0, 3, 0, 1}, []Span{{End: 8}}); len(evs) != 0 {
+	if evs := c.Feed(ClientSide, []byte{0, 0, 0, 10, 0, 3, 0, 1}, []kafka.Span{{End: 8}}); len(evs) != 0 {
 		t.Fatalf("a TLS connection still decoded: %+v", evs)
 	}
 }
@@ -337,7 +338,7 @@ func TestConnMidStreamTLS(t *testing.T) {
 		b = append(b, 0x17, 0x03, 0x03, 0x00, 0x20)
 		b = append(b, bytes.Repeat([]byte{0xab}, 0x20)...)
 	}
-	evs := c.Feed(ClientSide, b[7:], []Span{{End: len(b) - 7, At: Where{Frame: 9}}})
+	evs := c.Feed(ClientSide, b[7:], []kafka.Span{{End: len(b) - 7, At: kafka.FrameRef{Frame: 9}}})
 	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" {
 		t.Fatalf("events %+v", evs)
 	}
@@ -363,7 +364,7 @@ func TestConnNotKafka(t *testing.T) {
 	} {
 		conn := NewConn(Options{})
 		conn.Start(ClientSide, c.midStart)
-		evs := append([]Event(nil), conn.Feed(ClientSide, c.data, []Span{{End: len(c.data), At: Where{Frame: 1}}})...)
+		evs := append([]Event(nil), conn.Feed(ClientSide, c.data, []kafka.Span{{End: len(c.data), At: kafka.FrameRef{Frame: 1}}})...)
 		evs = append(evs, conn.Finish()...)
 		var notKafka int
 		for _, e := range evs {
@@ -480,7 +481,7 @@ func TestScanBudget(t *testing.T) {
 	for round := range 4 {
 		kept := 0
 		for i, c := range conns {
-			c.Feed(BrokerSide, noise, []Span{{End: len(noise), At: Where{Frame: int64(round*100 + i)}}})
+			c.Feed(BrokerSide, noise, []kafka.Span{{End: len(noise), At: kafka.FrameRef{Frame: int64(round*100 + i)}}})
 			if ls := c.side[BrokerSide].lostState; ls != nil {
 				kept += len(ls.scan)
 			}

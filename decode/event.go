@@ -1,6 +1,6 @@
 package decode
 
-import "time"
+import "github.com/kidscope/kidscope/kafka"
 
 // Side is one direction of a connection: what the client sends (requests)
 // or what the broker sends (responses).
@@ -18,21 +18,12 @@ func (s Side) String() string {
 	return "response"
 }
 
-// Where says where a message became complete in capture order: the input
-// file (by index), the 1-based frame number in it and the capture time.
-type Where struct {
-	File  int
-	Frame int64
-	Time  time.Time
-}
+// Where is the frame where a message became complete in capture order.
+// Deprecated: an alias kept while packages move to kafka.FrameRef.
+type Where = kafka.FrameRef
 
-// Span says that the bytes of a chunk up to End (exclusive, counted from the
-// start of the chunk) became available at frame At. A chunk fed to a Conn
-// comes with its spans in order; the last one ends at len(chunk).
-type Span struct {
-	End int
-	At  Where
-}
+// Span is kafka.Span. Deprecated: an alias kept while packages move to it.
+type Span = kafka.Span
 
 // EventKind says what an Event reports.
 type EventKind uint8
@@ -51,7 +42,7 @@ const (
 type Event struct {
 	Kind EventKind
 	Side Side
-	At   Where // where it became complete (for a resync: the first frame of the regained message)
+	At   kafka.FrameRef // where it became complete (for a resync: the first frame of the regained message)
 	Msg  Message
 	// Skipped is the number of bytes passed over before a resync.
 	Skipped int64
@@ -67,7 +58,7 @@ type Message struct {
 	// request it answers (when Matched).
 	Request RequestHeader
 	// RequestAt is where the answered request became complete (responses).
-	RequestAt Where
+	RequestAt kafka.FrameRef
 	// Response is the response header (responses only).
 	Response ResponseHeader
 	// Matched is true for a response whose correlation ID matched a

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -72,7 +73,7 @@ func FuzzConn(f *testing.F) {
 					continue
 				}
 				frame++
-				evs := c.Feed(Side(s), (*b)[:k], []Span{{End: k, At: Where{Frame: frame}}})
+				evs := c.Feed(Side(s), (*b)[:k], []kafka.Span{{End: k, At: kafka.FrameRef{Frame: frame}}})
 				for _, e := range evs {
 					if e.At.Frame > frame || e.At.Frame < 0 {
 						t.Fatalf("event at frame %d after %d frames", e.At.Frame, frame)

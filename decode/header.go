@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // errShort means the bytes given end before the header does: the caller
@@ -22,7 +24,7 @@ type RequestHeader struct {
 	ClientIDNull  bool
 	// InstanceID is tag 0 of the tagged fields (KIP-1313); HasInstanceID
 	// says whether the tag was present with the expected size of 16.
-	InstanceID    UUID
+	InstanceID    kafka.UUID
 	HasInstanceID bool
 	// Tag0BadSize is the size of a tag 0 that was present but not 16 bytes
 	// long (0 when absent or well formed).

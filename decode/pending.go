@@ -1,9 +1,11 @@
 package decode
 
+import "github.com/kidscope/kidscope/kafka"
+
 // pendingReq is a request that awaits its response.
 type pendingReq struct {
 	h  RequestHeader
-	at Where
+	at kafka.FrameRef
 	// answer: decode the response in full for its error codes (idWatch).
 	answer bool
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // verdict is what the resynchroniser thinks of a candidate frame start.
@@ -131,10 +133,10 @@ func (c *Conn) regain(f *framer, p int) {
 	c.cnt.Resyncs++
 	skipped := f.scanAt + int64(p)
 	rest := append([]byte(nil), f.scan[p:]...)
-	spans := make([]Span, 0, len(f.marks))
+	spans := make([]kafka.Span, 0, len(f.marks))
 	for _, m := range f.marks {
 		if m.End > p {
-			spans = append(spans, Span{End: m.End - p, At: m.At})
+			spans = append(spans, kafka.Span{End: m.End - p, At: m.At})
 		}
 	}
 	f.lost = false

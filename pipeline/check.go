@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -52,14 +53,14 @@ func (k *checker) open(c *Conn) {
 
 func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }
 
-func (k *checker) gap(c *Conn, side decode.Side, at decode.Where) { k.engine.Gap(c.ID, side, at) }
+func (k *checker) gap(c *Conn, side decode.Side, at kafka.FrameRef) { k.engine.Gap(c.ID, side, at) }
 
 func (k *checker) closed(c *Conn) {
 	end := c.End
 	ci := rules.CloseInfo{Counters: end.Counters, NotKafka: c.NotKafka, ClientID: end.ClientID}
 	if end.Close.Seen && end.Close.By == reassembly.ToClient {
 		ci.ByBroker = true
-		ci.At = decode.Where{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
+		ci.At = kafka.FrameRef{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
 	}
 	k.deliver(k.engine.Close(c.ID, ci))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 )
 
@@ -109,7 +110,7 @@ type op struct {
 	side decode.Side
 	i    int32
 	conn *Conn
-	at   decode.Where
+	at   kafka.FrameRef
 }
 
 // batch is a run of a worker's records; done is set on the last batch of
@@ -160,7 +161,7 @@ func (r *recorder) event(c *Conn, e *decode.Event) {
 	r.cur.events = append(r.cur.events, *e)
 	r.add(op{kind: opEvent, conn: c, i: int32(len(r.cur.events) - 1)})
 }
-func (r *recorder) gap(c *Conn, side decode.Side, at decode.Where) {
+func (r *recorder) gap(c *Conn, side decode.Side, at kafka.FrameRef) {
 	r.add(op{kind: opGap, conn: c, side: side, at: at})
 }
 func (r *recorder) closed(c *Conn, end End) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/internal/synth"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 )
 
@@ -33,7 +34,7 @@ func (t *tracer) Open(c *Conn) {
 	t.lines = append(t.lines, fmt.Sprintf("open conn %d %s>%s mid=%v first=%v", c.ID, c.Client, c.Broker, c.MidStream, c.First))
 }
 
-func (t *tracer) Gap(c *Conn, side decode.Side, at decode.Where) {
+func (t *tracer) Gap(c *Conn, side decode.Side, at kafka.FrameRef) {
 	t.lines = append(t.lines, fmt.Sprintf("gap conn %d side %v at %v (gaps %d)", c.ID, side, at, c.Gaps))
 }
 

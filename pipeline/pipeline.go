@@ -11,6 +11,7 @@ import (
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 )
 
@@ -62,7 +63,7 @@ type Conn struct {
 	Client    netip.AddrPort
 	Broker    netip.AddrPort
 	MidStream bool // the capture missed the start of the client's requests
-	First     decode.Where
+	First     kafka.FrameRef
 	Gaps      int
 	// NotKafka names what the connection carries when it is not Kafka
 	// ("TLS", …); empty for Kafka.
@@ -100,7 +101,7 @@ type OpenSink interface {
 // GapSink is a Sink that also wants to hear of lost bytes, before the
 // events that follow them.
 type GapSink interface {
-	Gap(c *Conn, side decode.Side, at decode.Where)
+	Gap(c *Conn, side decode.Side, at kafka.FrameRef)
 }
 
 // Summary is the run's totals.
@@ -133,7 +134,7 @@ type Summary struct {
 	Interrupted bool
 	// CutFrames are the first frames cut by the snap length inside their
 	// TCP payload (Capture.Cut counts them all).
-	CutFrames []decode.Where
+	CutFrames []kafka.FrameRef
 }
 
 // InputStopped reports whether an input could not be read to its end: a
@@ -288,7 +289,7 @@ func (s *Summary) note(p *capture.Packet) {
 	}
 	s.Last = p.Time
 	if p.Cut && len(s.CutFrames) < maxCutFrames {
-		s.CutFrames = append(s.CutFrames, decode.Where{File: p.File, Frame: p.Frame, Time: p.Time})
+		s.CutFrames = append(s.CutFrames, kafka.FrameRef{File: p.File, Frame: p.Frame, Time: p.Time})
 	}
 }
 
@@ -298,7 +299,7 @@ func (s *Summary) note(p *capture.Packet) {
 type worker struct {
 	asm   *reassembly.Assembler
 	dopt  decode.Options
-	spans []decode.Span
+	spans []kafka.Span
 	out   emitter
 }
 
@@ -306,7 +307,7 @@ type worker struct {
 type emitter interface {
 	open(c *Conn)
 	event(c *Conn, e *decode.Event)
-	gap(c *Conn, side decode.Side, at decode.Where)
+	gap(c *Conn, side decode.Side, at kafka.FrameRef)
 	closed(c *Conn, end End)
 }
 
@@ -329,8 +330,8 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	return w
 }
 
-func where(s reassembly.Span) decode.Where {
-	return decode.Where{File: s.File, Frame: s.Frame, Time: s.Time}
+func where(s reassembly.Span) kafka.FrameRef {
+	return kafka.FrameRef{File: s.File, Frame: s.Frame, Time: s.Time}
 }
 
 func side(d reassembly.Direction) decode.Side {
@@ -353,7 +354,7 @@ func (w *worker) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, 
 	wc := rc.User.(*workerConn)
 	w.spans = w.spans[:0]
 	for _, s := range spans {
-		w.spans = append(w.spans, decode.Span{End: s.End, At: where(s)})
+		w.spans = append(w.spans, kafka.Span{End: s.End, At: where(s)})
 	}
 	w.emit(wc, wc.dec.Feed(side(d), data, w.spans))
 }
@@ -426,7 +427,7 @@ func (d *deliverer) event(c *Conn, e *decode.Event) {
 	d.sink.Event(c, e)
 }
 
-func (d *deliverer) gap(c *Conn, side decode.Side, at decode.Where) {
+func (d *deliverer) gap(c *Conn, side decode.Side, at kafka.FrameRef) {
 	c.Gaps++
 	d.sum.Gaps++
 	if d.check != nil {

@@ -6,9 +6,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kidscope/kidscope/decode"
 )
 
 // This file holds the bodies the scenarios send: realistic kmsg messages
@@ -408,7 +407,7 @@ func initProducerID(h HeaderID) Step {
 // ---- telemetry (KIP-714, KIP-1313) ----
 
 // gtsResponse is a GetTelemetrySubscriptions v0 answer.
-func gtsResponse(code int16, b decode.UUID) *kmsg.GetTelemetrySubscriptionsResponse {
+func gtsResponse(code int16, b kafka.UUID) *kmsg.GetTelemetrySubscriptionsResponse {
 	resp := kmsg.NewPtrGetTelemetrySubscriptionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = code
@@ -426,7 +425,7 @@ func gtsResponse(code int16, b decode.UUID) *kmsg.GetTelemetrySubscriptionsRespo
 
 // gtsV0 is GetTelemetrySubscriptions v0 with body ID r, answered NONE with
 // ClientInstanceId b.
-func gtsV0(h HeaderID, r, b decode.UUID) Step {
+func gtsV0(h HeaderID, r, b kafka.UUID) Step {
 	req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
 	req.Version = 0
 	req.ClientInstanceID = r
@@ -435,7 +434,7 @@ func gtsV0(h HeaderID, r, b decode.UUID) Step {
 
 // gtsV0Err is GetTelemetrySubscriptions v0 with body ID r, answered with
 // an error.
-func gtsV0Err(h HeaderID, r decode.UUID, code int16) Step {
+func gtsV0Err(h HeaderID, r kafka.UUID, code int16) Step {
 	s := gtsV0(h, r, ZERO)
 	s.Resps[0].Body = gtsResponse(code, ZERO)
 	return s
@@ -479,7 +478,7 @@ func protoDouble(b []byte, field int, v float64) []byte {
 	return protoFixed64(b, field, math.Float64bits(v))
 }
 
-func pushRequest(r decode.UUID, terminating bool, seq int) *kmsg.PushTelemetryRequest {
+func pushRequest(r kafka.UUID, terminating bool, seq int) *kmsg.PushTelemetryRequest {
 	req := kmsg.NewPtrPushTelemetryRequest()
 	req.Version = 0
 	req.ClientInstanceID = r
@@ -498,7 +497,7 @@ func pushResponse(code int16) *kmsg.PushTelemetryResponse {
 
 // pushV0 is PushTelemetry v0 with body ID r, answered with code. seq
 // varies the metrics.
-func pushV0(h HeaderID, r decode.UUID, terminating bool, seq int, code int16) Step {
+func pushV0(h HeaderID, r kafka.UUID, terminating bool, seq int, code int16) Step {
 	return exchange(h, pushRequest(r, terminating, seq), pushResponse(code))
 }
 

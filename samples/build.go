@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
@@ -33,8 +34,8 @@ type Message struct {
 	Key      int16
 	Version  int16
 	Corr     int32
-	ClientID *string      // requests: nil for a null ClientId
-	Instance *decode.UUID // requests: the header's tag 0, when present
+	ClientID *string     // requests: nil for a null ClientId
+	Instance *kafka.UUID // requests: the header's tag 0, when present
 	// HeaderVersion is the request header version (requests) or the
 	// response header version (responses).
 	HeaderVersion int

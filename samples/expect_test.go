@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kidscope/kidscope/decode"
 )
 
 // The expectations are written by hand from RULES.md (see the README). The
@@ -320,10 +319,10 @@ func checkExpectation(t *testing.T, b *Built) {
 // and ClientId has overlapping connections with different IDs.
 func checkInstances(t *testing.T, b *Built, findsAt map[int][]string) {
 	t.Helper()
-	addrs := map[decode.UUID][]netip.Addr{}
-	ids := make([]map[decode.UUID]bool, len(b.Conns))
+	addrs := map[kafka.UUID][]netip.Addr{}
+	ids := make([]map[kafka.UUID]bool, len(b.Conns))
 	for i := range ids {
-		ids[i] = map[decode.UUID]bool{}
+		ids[i] = map[kafka.UUID]bool{}
 	}
 	for _, m := range b.Messages {
 		if !m.Request || m.Frame == 0 || m.Instance == nil || m.Instance.IsZero() {

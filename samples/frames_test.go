@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 )
@@ -16,7 +17,7 @@ import (
 // line is one Kafka message as `kidscope frames` lists it, in the fields
 // the comparison uses.
 func line(frame int64, client, broker string, request bool, key, version int16, matched bool, corr int32,
-	clientID *string, instance *decode.UUID, codes []int16) string {
+	clientID *string, instance *kafka.UUID, codes []int16) string {
 	if !request {
 		if !matched {
 			return fmt.Sprintf("frame %d %s>%s response corr %d (unmatched)", frame, client, broker, corr)
@@ -70,7 +71,7 @@ func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
 			id := m.Request.ClientID
 			cid = &id
 		}
-		var inst *decode.UUID
+		var inst *kafka.UUID
 		if m.Request.HasInstanceID {
 			id := m.Request.InstanceID
 			inst = &id

@@ -4,19 +4,19 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
 // Kafka's reserved UUIDs.
 var (
-	ZERO = decode.UUID{}
-	ONE  = decode.UUID{15: 1}
+	ZERO = kafka.UUID{}
+	ONE  = kafka.UUID{15: 1}
 )
 
 // uid is a made-up random-looking version 4 UUID, different for each n.
-func uid(n uint64) decode.UUID {
-	var u decode.UUID
+func uid(n uint64) kafka.UUID {
+	var u kafka.UUID
 	h := n*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
 	for i := 0; i < 16; i += 8 {
 		h ^= h >> 33

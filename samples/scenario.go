@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
@@ -130,12 +130,12 @@ type Step struct {
 // HeaderID is the header's tag 0 (the KIP-1313 client instance ID):
 // absent, or present with a value (ZERO included).
 type HeaderID struct {
-	ID  decode.UUID
+	ID  kafka.UUID
 	Set bool
 }
 
 // Tag is a header that carries id as tag 0.
-func Tag(id decode.UUID) HeaderID { return HeaderID{ID: id, Set: true} }
+func Tag(id kafka.UUID) HeaderID { return HeaderID{ID: id, Set: true} }
 
 // NoTag is a header without tag 0.
 var NoTag HeaderID

@@ -8,9 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kidscope/kidscope/decode"
 )
 
 const (
@@ -65,9 +64,9 @@ type instance struct {
 	host      *host
 	clientID  string
 	software  [2]string
-	newClient bool        // sends the header instance ID (KIP-1313, seed profile)
-	hid       decode.UUID // the header instance ID (new clients)
-	teleID    decode.UUID // the telemetry client instance ID (ZERO until assigned, old clients)
+	newClient bool       // sends the header instance ID (KIP-1313, seed profile)
+	hid       kafka.UUID // the header instance ID (new clients)
+	teleID    kafka.UUID // the telemetry client instance ID (ZERO until assigned, old clients)
 	subID     int32
 	primary   *conn // the connection it sends telemetry on
 	live      int   // open connections
@@ -418,8 +417,8 @@ func (g *gen) newConn(in *instance, r role, srv *host) *conn {
 }
 
 // uuid is a random version-4 UUID.
-func (g *gen) uuid() decode.UUID {
-	var u decode.UUID
+func (g *gen) uuid() kafka.UUID {
+	var u kafka.UUID
 	for i := 0; i < 16; i += 8 {
 		v := g.rng.Uint64()
 		for j := 0; j < 8; j++ {

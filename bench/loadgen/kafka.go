@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // The Kafka layer: bodies are encoded by franz-go's kmsg, headers and
@@ -43,7 +44,7 @@ const (
 type headerID struct {
 	set bool
 	has bool
-	id  decode.UUID
+	id  kafka.UUID
 }
 
 // request frames r as the next request of c: correlation ID, client ID, and
@@ -139,7 +140,7 @@ func (g *gen) metadata(c *conn, over headerID) []step {
 // getTelemetry is GetTelemetrySubscriptions v0 with body ID r; the broker
 // answers code and, on success, the instance's telemetry ID (it assigns one
 // when r is ZERO and echoes r otherwise, as Apache brokers do).
-func (g *gen) getTelemetry(c *conn, r decode.UUID, code int16) []step {
+func (g *gen) getTelemetry(c *conn, r kafka.UUID, code int16) []step {
 	in := c.inst
 	req := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
 	req.Version = vTelemetry
@@ -148,7 +149,7 @@ func (g *gen) getTelemetry(c *conn, r decode.UUID, code int16) []step {
 	resp := kmsg.NewPtrGetTelemetrySubscriptionsResponse()
 	resp.ErrorCode = code
 	if code == errNone {
-		if r == (decode.UUID{}) {
+		if r == (kafka.UUID{}) {
 			in.teleID = g.uuid()
 		} else {
 			in.teleID = r

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // plant is one planted violation: a client instance of its own, with one
@@ -85,7 +86,7 @@ func (g *gen) plantExchange(p *plant) *exchange {
 		// Metadata v12 keeps its codes per topic: the broker's are all NONE.
 		steps = append(steps, mark(g.metadata(c, headerID{set: true, has: true, id: g.uuid()}), 0, true)...)
 	case "telemetry-body-mismatch":
-		steps = append(steps, mark(g.getTelemetry(c, decode.UUID{}, errInvalidRequest), errInvalidRequest, true)...)
+		steps = append(steps, mark(g.getTelemetry(c, kafka.UUID{}, errInvalidRequest), errInvalidRequest, true)...)
 		steps = append(steps, g.getTelemetry(c, in.hid, errNone)...)
 		steps = append(steps, g.pushTelemetry(c, false)...)
 	case "join-member-id-not-used":

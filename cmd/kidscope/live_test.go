@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // freePort asks the kernel for an unused loopback port.
@@ -155,9 +156,9 @@ func violatingClient(t *testing.T, port int) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	a := decode.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	b := decode.UUID{9, 9, 9, 9, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	send := func(key, ver int16, corr int32, id decode.UUID, body kmsg.Request) {
+	a := kafka.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	b := kafka.UUID{9, 9, 9, 9, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	send := func(key, ver int16, corr int32, id kafka.UUID, body kmsg.Request) {
 		body.SetVersion(ver)
 		api, _ := decode.LookupAPI(key)
 		h := decode.RequestHeader{APIKey: key, APIVersion: ver, CorrelationID: corr, HeaderVersion: api.RequestHeaderVersion(ver),

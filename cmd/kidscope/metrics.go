@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -37,7 +38,7 @@ type liveMetrics struct {
 	totals   pipeline.Progress
 	requests map[string]float64    // by API name
 	findings map[[2]string]float64 // by rule and severity
-	seen     map[decode.UUID]bool  // instance IDs, at most maxSeenInstances
+	seen     map[kafka.UUID]bool   // instance IDs, at most maxSeenInstances
 }
 
 // metricHelp is the HELP line of each metric, in the order they are
@@ -54,7 +55,7 @@ var metricHelp = []struct{ name, kind, help string }{
 }
 
 func startMetrics(addr string, debug bool) (*liveMetrics, error) {
-	m := &liveMetrics{requests: map[string]float64{}, findings: map[[2]string]float64{}, seen: map[decode.UUID]bool{}}
+	m := &liveMetrics{requests: map[string]float64{}, findings: map[[2]string]float64{}, seen: map[kafka.UUID]bool{}}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -16,17 +17,17 @@ import (
 // Prometheus's own parser: every metric with its type, the values and
 // the labels, a label value that needs escaping included.
 func TestMetricsExposition(t *testing.T) {
-	m := &liveMetrics{requests: map[string]float64{}, findings: map[[2]string]float64{}, seen: map[decode.UUID]bool{}}
+	m := &liveMetrics{requests: map[string]float64{}, findings: map[[2]string]float64{}, seen: map[kafka.UUID]bool{}}
 	m.progress(pipeline.Progress{Packets: 12, Bytes: 3400, KernelDrops: 1, Open: 2, Connections: 5})
 	var e decode.Event
 	e.Kind = decode.EventRequest
 	e.Msg.Request.APIKey = 0
 	e.Msg.Request.HasInstanceID = true
-	e.Msg.Request.InstanceID = decode.UUID{1}
+	e.Msg.Request.InstanceID = kafka.UUID{1}
 	m.event(nil, &e)
 	m.event(nil, &e)
 	e.Msg.Request.APIKey = 3
-	e.Msg.Request.InstanceID = decode.UUID{2}
+	e.Msg.Request.InstanceID = kafka.UUID{2}
 	m.event(nil, &e)
 	m.finding(&rules.Finding{Rule: "header-id-changed", Severity: rules.Error})
 	m.finding(&rules.Finding{Rule: `odd "rule"\` + "\n", Severity: rules.Warning})

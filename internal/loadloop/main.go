@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 func main() {
@@ -108,7 +109,7 @@ func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Du
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetNoDelay(true)
-	id := decode.UUID{byte(i), byte(i >> 8), byte(gen), 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	id := kafka.UUID{byte(i), byte(i >> 8), byte(gen), 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 	meta := (&kmsg.MetadataRequest{Version: 12}).AppendTo(nil)
 	produce := (&kmsg.ProduceRequest{Version: 9, Acks: -1, TimeoutMillis: 1000, Topics: []kmsg.ProduceRequestTopic{{Topic: "t",
 		Partitions: []kmsg.ProduceRequestTopicPartition{{Records: make([]byte, 200)}}}}}).AppendTo(nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/internal/realcapture"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 )
@@ -77,7 +78,7 @@ func mockCapture(t *testing.T, name string) []mockEvent {
 // and kidscope keeps reading them.
 func TestMockQuirks(t *testing.T) {
 	t.Run("one instance ID for every client, subscription ID 0", func(t *testing.T) {
-		ids := map[decode.UUID][]int{}
+		ids := map[kafka.UUID][]int{}
 		n := 0
 		for _, e := range mockCapture(t, "rdkafka-two-producers-mock") {
 			if e.request || e.key != decode.KeyGetTelemetrySubscriptions || !e.hasBody || e.answer.ErrorCode != 0 {
