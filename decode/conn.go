@@ -791,3 +791,19 @@ func plausibleClientID(h RequestHeader) bool {
 	}
 	return true
 }
+
+// Add adds o's counts to c (the totals of several connections).
+func (c *Counters) Add(o Counters) {
+	c.Requests += o.Requests
+	c.Responses += o.Responses
+	c.Unmatched += o.Unmatched
+	c.Unanswered += o.Unanswered
+	c.Resyncs += o.Resyncs
+	c.SkippedBytes += o.SkippedBytes
+	c.Malformed += o.Malformed
+	c.UnknownAPI += o.UnknownAPI
+	c.SASLTokens += o.SASLTokens
+	c.PendingEvicted += o.PendingEvicted
+	c.BodiesSkippedTooLarge += o.BodiesSkippedTooLarge
+	c.NoResponse += o.NoResponse
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -553,6 +554,24 @@ func TestScanLimit(t *testing.T) {
 		conn := NewConn(Options{MaxScan: c.maxScan, ScanBudget: &ScanBudget{Max: int64(c.budget)}})
 		if got := conn.scanLimit(&conn.side[ClientSide]); got != c.want {
 			t.Errorf("MaxScan %d, budget %d: limit %d, want %d", c.maxScan, c.budget, got, c.want)
+		}
+	}
+}
+
+// Add must add every counter: a field added to Counters and forgotten in
+// Add would read 0 in the run's summary.
+func TestCountersAddEveryField(t *testing.T) {
+	var one, sum Counters
+	v := reflect.ValueOf(&one).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	sum.Add(one)
+	sum.Add(one)
+	got := reflect.ValueOf(sum)
+	for i := range got.NumField() {
+		if got.Field(i).Int() != int64(2*(i+1)) {
+			t.Errorf("Add leaves out %s", got.Type().Field(i).Name)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -25,7 +26,7 @@ type FindingSink interface {
 // Result is what a run made: its totals and, with Options.Rules, what the
 // rules found.
 type Result struct {
-	Summary
+	result.Summary
 	Rules rules.Result
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 )
 
 // The parallel run. One goroutine reads the capture and deals its packets
@@ -169,7 +170,7 @@ func (r *recorder) closed(c *Conn, end End) {
 	r.add(op{kind: opClosed, conn: c, i: int32(len(r.cur.ends) - 1)})
 }
 
-func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *deliverer) (Summary, error) {
+func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *deliverer) (result.Summary, error) {
 	sum := d.sum
 	n := opt.Workers
 	free := make(chan *chunk, chunksAhead)
@@ -392,7 +393,7 @@ type dealer struct {
 	work  []chan *part
 	// sum keeps what Summary.note does, read by the merger after the last
 	// chunk.
-	sum Summary
+	sum result.Summary
 }
 
 func (rd *dealer) run() {
@@ -438,7 +439,7 @@ func (rd *dealer) run() {
 			send(true, false, err)
 			return
 		}
-		rd.sum.note(&p)
+		note(&rd.sum, &p)
 		seq++
 		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
 		pt := c.parts[pick(&p, src, dst, n)]

@@ -20,6 +20,7 @@ import (
 	"github.com/kidscope/kidscope/internal/synth"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 )
 
 // tracer is a Sink that writes down every call with everything it was
@@ -44,7 +45,7 @@ func (t *tracer) Closed(c *Conn) {
 	t.lines = append(t.lines, fmt.Sprintf("closed %+v: %+v", conn, end))
 }
 
-func traceRun(t *testing.T, opt Options) ([]string, Summary) {
+func traceRun(t *testing.T, opt Options) ([]string, result.Summary) {
 	t.Helper()
 	tr := &tracer{}
 	res, err := Run(context.Background(), opt, tr)
@@ -57,7 +58,7 @@ func traceRun(t *testing.T, opt Options) ([]string, Summary) {
 // traceParallel is traceRun through runParallel itself, set up as Run sets
 // it up: a comparison with one worker cannot then pass by Run taking the
 // one-worker path.
-func traceParallel(t *testing.T, opt Options) ([]string, Summary) {
+func traceParallel(t *testing.T, opt Options) ([]string, result.Summary) {
 	t.Helper()
 	files, err := capture.Open(opt.Files, opt.Stdin)
 	if err != nil {
@@ -68,7 +69,7 @@ func traceParallel(t *testing.T, opt Options) ([]string, Summary) {
 		files.SetFilter(opt.Filter)
 	}
 	tr := &tracer{}
-	sum := Summary{Files: files.Files()}
+	sum := result.Summary{Files: files.Files()}
 	if _, err := runParallel(context.Background(), opt, files, &deliverer{sink: tr, sum: &sum}); err != nil {
 		t.Fatalf("runParallel with %d workers: %v", opt.Workers, err)
 	}

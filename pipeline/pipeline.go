@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/netip"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 )
 
 // Options say what to read and how.
@@ -104,50 +104,6 @@ type GapSink interface {
 	Gap(c *Conn, side decode.Side, at kafka.FrameRef)
 }
 
-// Summary is the run's totals.
-type Summary struct {
-	Files       []string
-	First, Last time.Time // capture time of the first and last packet
-	Capture     capture.Stats
-	Reassembly  reassembly.Stats
-	Connections int64
-	Requests    int64
-	Responses   int64
-	Unmatched   int64
-	Unanswered  int64
-	// NoResponse counts the requests no broker answers (Produce with
-	// acks = 0): not unanswered.
-	NoResponse int64
-	Gaps       int64
-	Resyncs    int64
-	Malformed  int64
-	UnknownAPI int64
-	SASLTokens int64
-	NotKafka   int64
-	Truncated  int64 // streams that ended inside a frame
-	// Problems are input problems that did not stop the run: what stopped
-	// a file early (a truncated file), and quirks of a file's records it
-	// was read past the way Wireshark reads them (capture.Recovered). One
-	// line each, naming the file and frame.
-	Problems []error
-	// Interrupted is true when the context ended the run early.
-	Interrupted bool
-	// CutFrames are the first frames cut by the snap length inside their
-	// TCP payload (Capture.Cut counts them all).
-	CutFrames []kafka.FrameRef
-}
-
-// InputStopped reports whether an input could not be read to its end: a
-// problem other than a quirk the file was read past.
-func (s *Summary) InputStopped() bool {
-	for _, p := range s.Problems {
-		if !capture.Recovered(p) {
-			return true
-		}
-	}
-	return false
-}
-
 // maxCutFrames is how many snap-length-cut frames a Summary names.
 const maxCutFrames = 10
 
@@ -195,8 +151,8 @@ type nopSink struct{}
 func (nopSink) Event(*Conn, *decode.Event) {}
 func (nopSink) Closed(*Conn)               {}
 
-func run(ctx context.Context, opt Options, d *deliverer) (out Summary, err error) {
-	var sum Summary
+func run(ctx context.Context, opt Options, d *deliverer) (out result.Summary, err error) {
+	var sum result.Summary
 	d.sum = &sum
 	src := opt.Source
 	var files *capture.Reader
@@ -269,7 +225,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (out Summary, err error
 		if err != nil {
 			return sum, err
 		}
-		sum.note(&p)
+		note(&sum, &p)
 		asm.Add(&p)
 	}
 	asm.Finish()
@@ -283,7 +239,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (out Summary, err error
 }
 
 // note records a packet's time and snap-length cut in the summary.
-func (s *Summary) note(p *capture.Packet) {
+func note(s *result.Summary, p *capture.Packet) {
 	if s.First.IsZero() {
 		s.First = p.Time
 	}
@@ -384,7 +340,7 @@ func (w *worker) emit(wc *workerConn, evs []decode.Event) {
 type deliverer struct {
 	sink      Sink
 	check     *checker // nil without Options.Rules
-	sum       *Summary
+	sum       *result.Summary
 	nextID    int
 	openNow   int // connections open now
 	requests  int64
@@ -442,26 +398,9 @@ func (d *deliverer) closed(c *Conn, end End) {
 	c.End = &end
 	d.openNow--
 	n := &end.Counters
-	s := d.sum
-	s.Requests += n.Requests
-	s.Responses += n.Responses
-	s.Unmatched += n.Unmatched
-	s.Unanswered += n.Unanswered
-	s.NoResponse += n.NoResponse
-	s.Resyncs += n.Resyncs
-	s.Malformed += n.Malformed
-	s.UnknownAPI += n.UnknownAPI
-	s.SASLTokens += n.SASLTokens
+	d.sum.Add(*n)
 	if d.check != nil {
 		d.check.closed(c)
 	}
 	d.sink.Closed(c)
-}
-
-// FileName returns the name of input i for output.
-func (s *Summary) FileName(i int) string {
-	if i >= 0 && i < len(s.Files) {
-		return s.Files[i]
-	}
-	return fmt.Sprintf("file#%d", i)
 }

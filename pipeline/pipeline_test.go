@@ -16,6 +16,7 @@ import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/internal/synth"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
@@ -67,7 +68,7 @@ func (c *collector) count(k decode.EventKind) int {
 	return n
 }
 
-func runPipeline(t *testing.T, opt Options) (*collector, Summary) {
+func runPipeline(t *testing.T, opt Options) (*collector, result.Summary) {
 	t.Helper()
 	col := &collector{}
 	if !opt.Reassembly.Ports.Auto && !opt.Reassembly.Ports.Has(9092) {
@@ -131,13 +132,13 @@ func missingLines(a, b []string) []string {
 // code, and the frame at which it completes.
 func TestVariants(t *testing.T) {
 	// What each variant must show beside its messages.
-	checks := map[string]func(t *testing.T, b *synth.Builder, col *collector, sum Summary){
-		"padding": func(t *testing.T, _ *synth.Builder, _ *collector, sum Summary) {
+	checks := map[string]func(t *testing.T, b *synth.Builder, col *collector, sum result.Summary){
+		"padding": func(t *testing.T, _ *synth.Builder, _ *collector, sum result.Summary) {
 			if sum.Capture.Padded == 0 {
 				t.Error("no padded frame counted")
 			}
 		},
-		"lost-segments": func(t *testing.T, b *synth.Builder, col *collector, sum Summary) {
+		"lost-segments": func(t *testing.T, b *synth.Builder, col *collector, sum result.Summary) {
 			// The Produce request, the first JoinGroup request and the
 			// Fetch response lose bytes: three gaps, and the decoder
 			// regains framing after each.
@@ -161,12 +162,12 @@ func TestVariants(t *testing.T) {
 				t.Errorf("%d unmatched responses, want 2 (Produce and JoinGroup)", sum.Unmatched)
 			}
 		},
-		"seq-wrap-lost": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"seq-wrap-lost": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if sum.Gaps != 2 || sum.Reassembly.GapBytes != 2*1448 {
 				t.Errorf("%d gaps of %d bytes, want 2 of 2896", sum.Gaps, sum.Reassembly.GapBytes)
 			}
 		},
-		"snap-cut": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"snap-cut": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if sum.Capture.Cut != 2 {
 				t.Errorf("%d cut frames, want 2", sum.Capture.Cut)
 			}
@@ -174,7 +175,7 @@ func TestVariants(t *testing.T) {
 				t.Errorf("%d gaps, want 2", sum.Gaps)
 			}
 		},
-		"midstream": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"midstream": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if len(col.closed) != 1 || !col.closed[0].MidStream {
 				t.Errorf("connection not marked mid-stream: %+v", col.closed)
 			}
@@ -182,7 +183,7 @@ func TestVariants(t *testing.T) {
 				t.Errorf("%d resyncs, want one per side", sum.Resyncs)
 			}
 		},
-		"reuse-4-tuple": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"reuse-4-tuple": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if len(col.closed) != 4 {
 				t.Fatalf("%d connections, want 4", len(col.closed))
 			}
@@ -204,7 +205,7 @@ func TestVariants(t *testing.T) {
 				t.Errorf("fourth close %+v, want RST by the broker", c)
 			}
 		},
-		"rst-close": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"rst-close": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if len(col.closed) != 1 || !col.closed[0].End.Close.Reset || col.closed[0].End.Close.By != reassembly.ToClient {
 				t.Errorf("close %+v, want RST by the broker", col.closed)
 			}
@@ -212,12 +213,12 @@ func TestVariants(t *testing.T) {
 				t.Errorf("closed at frame %d, want the last, %d", col.closed[0].End.Close.At.Frame, sum.Capture.Packets)
 			}
 		},
-		"interleaved-connections": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"interleaved-connections": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if sum.Connections != 3 || len(col.closed) != 3 {
 				t.Errorf("%d connections, want 3", sum.Connections)
 			}
 		},
-		"pcapng-two-interfaces": func(t *testing.T, _ *synth.Builder, col *collector, sum Summary) {
+		"pcapng-two-interfaces": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
 			if sum.Connections != 2 {
 				t.Errorf("%d connections, want 2", sum.Connections)
 			}
@@ -426,7 +427,7 @@ func TestInputStopped(t *testing.T) {
 		{[]error{cut}, true},
 		{[]error{longer, cut}, true},
 	} {
-		s := Summary{Problems: c.problems}
+		s := result.Summary{Problems: c.problems}
 		if got := s.InputStopped(); got != c.want {
 			t.Errorf("problems %v: InputStopped %v, want %v", c.problems, got, c.want)
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -12,7 +12,7 @@ import (
 // counters, and what the rules found.
 type Analysis struct {
 	Files   []string
-	Summary pipeline.Summary
+	Summary result.Summary
 	Result  rules.Result
 }
 

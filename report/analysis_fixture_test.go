@@ -10,7 +10,7 @@ import (
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/decode"
-	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -155,11 +155,11 @@ func incidentAnalysis() *Analysis {
 	files := []string{"captures/broker-a.pcapng", "captures/broker-b.pcap.gz"}
 	return &Analysis{
 		Files: files,
-		Summary: pipeline.Summary{
+		Summary: result.Summary{
 			Files: files, First: t0, Last: t0.Add(6*time.Minute + 45775*time.Millisecond),
 			Capture:     capture.Stats{Packets: 48213, Bytes: 31877412, TCP: 48100, Cut: 3, Malformed: 1},
-			Connections: 6, Requests: 9120, Responses: 9105, Unmatched: 1, Unanswered: 14, Gaps: 2, Resyncs: 1,
-			Malformed: 2, NotKafka: 1, Truncated: 1,
+			Connections: 6, Gaps: 2, NotKafka: 1, Truncated: 1,
+			Counters: decode.Counters{Requests: 9120, Responses: 9105, Unmatched: 1, Unanswered: 14, Resyncs: 1, Malformed: 2},
 			Problems: []error{errors.New("captures/broker-b.pcap.gz: truncated at frame 5120: unexpected EOF")},
 		},
 		Result: rules.Result{
@@ -189,10 +189,10 @@ func quietAnalysis() *Analysis {
 	}
 	return &Analysis{
 		Files: []string{"kafka-dev.pcap"},
-		Summary: pipeline.Summary{
+		Summary: result.Summary{
 			Files: []string{"kafka-dev.pcap"}, First: t0, Last: t0.Add(6 * time.Second),
 			Capture:     capture.Stats{Packets: 402, Bytes: 88120, TCP: 402},
-			Connections: 1, Requests: 57, Responses: 56, Unanswered: 1, Gaps: 2, Resyncs: 2,
+			Connections: 1, Gaps: 2, Counters: decode.Counters{Requests: 57, Responses: 56, Unanswered: 1, Resyncs: 2},
 		},
 		Result: rules.Result{
 			Findings: fs,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/result"
 )
 
 // UUIDForm is how UUIDs are written.
@@ -138,7 +139,7 @@ type FramesSummary struct {
 }
 
 // NewFramesSummary takes the figures of a run.
-func NewFramesSummary(s *pipeline.Summary) FramesSummary {
+func NewFramesSummary(s *result.Summary) FramesSummary {
 	return FramesSummary{
 		Packets: s.Capture.Packets, Bytes: s.Capture.Bytes, Connections: s.Connections,
 		Requests: s.Requests, Responses: s.Responses, Unmatched: s.Unmatched, Gaps: s.Gaps,

@@ -12,6 +12,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
 )
 
 // line is one Kafka message as `kidscope frames` lists it, in the fields
@@ -91,7 +92,7 @@ func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
 func (s *framesSink) Closed(*pipeline.Conn) {}
 
 // decodeBuilt runs the pipeline over a built capture.
-func decodeBuilt(t *testing.T, b *Built) (*framesSink, pipeline.Summary) {
+func decodeBuilt(t *testing.T, b *Built) (*framesSink, result.Summary) {
 	t.Helper()
 	var specs []string
 	for _, p := range b.Expect.Ports {

@@ -9,6 +9,7 @@ import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/result"
 )
 
 func newFramesCmd() *cobra.Command {
@@ -72,7 +73,7 @@ Several files are merged in time order; "-" reads standard input.`,
 // to its end, else code. A quirk a file was read past (such as records
 // captured longer than their frames) is reported but leaves the file
 // readable: it does not change the code.
-func finalStatus(sum *pipeline.Summary, code int) error {
+func finalStatus(sum *result.Summary, code int) error {
 	for _, w := range sum.CutFrames {
 		fmt.Fprintf(os.Stderr, "kidscope: %s: frame %d: packet cut by the snap length; its missing bytes are a gap\n", sum.FileName(w.File), w.Frame)
 	}

@@ -237,8 +237,8 @@ func seedOf(name string) uint64 {
 	return h.Sum64()
 }
 
-// result is what one run of kidscope did.
-type result struct {
+// runResult is what one run of kidscope did.
+type runResult struct {
 	code    int
 	stdout  string
 	stderr  string
@@ -248,7 +248,7 @@ type result struct {
 
 // runLimited runs kidscope with a soft memory limit and a time limit and
 // reports its peak RSS.
-func runLimited(t *testing.T, args ...string) result {
+func runLimited(t *testing.T, args ...string) runResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
@@ -257,7 +257,7 @@ func runLimited(t *testing.T, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String(), timeout: ctx.Err() != nil}
+	r := runResult{stdout: stdout.String(), stderr: stderr.String(), timeout: ctx.Err() != nil}
 	if cmd.ProcessState == nil {
 		t.Fatalf("run kidscope %v: %v", args, err)
 	}
@@ -273,7 +273,7 @@ var framesSummary = regexp.MustCompile(`^\d+ packets, \d+ bytes, \d+ connections
 
 // checkRun applies the rules every run must follow; it reports whether
 // the run followed them.
-func checkRun(t *testing.T, what, file string, r result) bool {
+func checkRun(t *testing.T, what, file string, r runResult) bool {
 	t.Helper()
 	ps := problems(file, r)
 	for _, p := range ps {
@@ -283,7 +283,7 @@ func checkRun(t *testing.T, what, file string, r result) bool {
 }
 
 // problems lists the rules a run broke.
-func problems(file string, r result) []string {
+func problems(file string, r runResult) []string {
 	var out []string
 	fail := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	switch {
