@@ -49,7 +49,7 @@ func newChecker(c *Check, sink Sink) *checker {
 
 func (k *checker) open(c *Conn) {
 	k.deliver(k.engine.Open(rules.ConnInfo{ID: c.ID, Key: rules.ConnKey{Client: c.Client, Broker: c.Broker},
-		MidStream: c.MidStream, First: c.First}))
+		MidStream: c.MidStream[kafka.ToBroker], First: c.First}))
 }
 
 func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }

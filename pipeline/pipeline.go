@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/netip"
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
@@ -59,12 +58,8 @@ func (o *Options) scanBudget(n int) *decode.ScanBudget {
 // Conn is what the pipeline knows of one connection; it is handed to the
 // Sink with every event and stays valid for the whole run.
 type Conn struct {
-	ID        int
-	Client    netip.AddrPort
-	Broker    netip.AddrPort
-	MidStream bool // the capture missed the start of the client's requests
-	First     kafka.FrameRef
-	Gaps      int
+	kafka.Conn
+	Gaps int
 	// NotKafka names what the connection carries when it is not Kafka
 	// ("TLS", …); empty for Kafka.
 	NotKafka string
@@ -298,8 +293,8 @@ func side(d reassembly.Direction) decode.Side {
 }
 
 func (w *worker) Open(rc *reassembly.Conn) {
-	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Client: rc.Client, Broker: rc.Broker,
-		MidStream: rc.MidStream[reassembly.ToBroker], First: where(rc.First)}}
+	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: kafka.Conn{
+		Endpoints: kafka.Endpoints{Client: rc.Client, Broker: rc.Broker}, MidStream: rc.MidStream, First: where(rc.First)}}}
 	wc.dec.Start(decode.ClientSide, rc.MidStream[reassembly.ToBroker])
 	wc.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
 	rc.User = wc

@@ -15,6 +15,7 @@ import (
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/internal/synth"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/samples/netsim"
@@ -176,7 +177,7 @@ func TestVariants(t *testing.T) {
 			}
 		},
 		"midstream": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
-			if len(col.closed) != 1 || !col.closed[0].MidStream {
+			if len(col.closed) != 1 || !col.closed[0].MidStream[kafka.ToBroker] {
 				t.Errorf("connection not marked mid-stream: %+v", col.closed)
 			}
 			if sum.Resyncs < 2 {
@@ -188,7 +189,7 @@ func TestVariants(t *testing.T) {
 				t.Fatalf("%d connections, want 4", len(col.closed))
 			}
 			for i, c := range col.closed {
-				if c.ID != i+1 || c.MidStream || c.Gaps != 0 || !c.End.Close.Seen {
+				if c.ID != i+1 || c.MidStream[kafka.ToBroker] || c.Gaps != 0 || !c.End.Close.Seen {
 					t.Errorf("connection %d: %+v", i+1, c)
 				}
 			}

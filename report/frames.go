@@ -13,7 +13,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/kidscope/kidscope/decode"
-	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/result"
 )
 
@@ -88,7 +88,7 @@ func errorText(codes []ErrorCode) string {
 }
 
 // NewFrameRecord builds the record of a request or response event.
-func NewFrameRecord(file string, c *pipeline.Conn, e *decode.Event, form UUIDForm) FrameRecord {
+func NewFrameRecord(file string, c kafka.Endpoints, e *decode.Event, form UUIDForm) FrameRecord {
 	m := &e.Msg
 	r := FrameRecord{
 		File: file, Frame: e.At.Frame, Time: e.At.Time.UTC().Format(time.RFC3339Nano),

@@ -121,7 +121,7 @@ func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
 	if e.At.File < len(s.names) {
 		file = s.names[e.At.File]
 	}
-	s.rec = report.NewFrameRecord(file, c, e, s.form)
+	s.rec = report.NewFrameRecord(file, c.Endpoints, e, s.form)
 	s.err = s.w.Add(&s.rec)
 }
 
