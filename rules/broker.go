@@ -41,7 +41,7 @@ func (bc *brokerChecker) open(c *conn) connChecker {
 
 // brokerConn is the broker verdict's part of one connection: its broker.
 type brokerConn struct {
-	reacts
+	passive
 	b *brokerState
 }
 
@@ -51,7 +51,7 @@ func rejectedValid(at decode.Where, atAnswer bool) cand {
 		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}, atAnswer: atAnswer}
 }
 
-func (bcn *brokerConn) response(q *request, ev *decode.Event) []cand {
+func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
 	m := &ev.Msg
 	if m.Request.APIKey == decode.KeyApiVersions && m.HasBody && m.HasErrorCode && m.ErrorCode == 0 {
 		bcn.b.offersTelemetry(m.Body.APIVersions)

@@ -17,7 +17,7 @@ type checker interface {
 type connChecker interface {
 	// request sees a request and returns the findings it may get; they
 	// wait for ready and for the request's answer.
-	request(q *request, ev *decode.Event) []cand
+	request(c *conn, q *request, ev *decode.Event) []cand
 	// ready reports whether the checker can now choose among the
 	// candidates it made for a request (the header rules wait for the
 	// connection's profile). The connection's close makes every checker
@@ -32,32 +32,32 @@ type connChecker interface {
 	// response sees an answer. q is its request's record while that waits
 	// for its findings, else nil. Its candidates are findings at the
 	// answer.
-	response(q *request, ev *decode.Event) []cand
+	response(c *conn, q *request, ev *decode.Event) []cand
 	// event sees the decoder's other events (resynchronisation, not
 	// Kafka); its candidates are findings about the connection.
-	event(ev *decode.Event) []cand
+	event(c *conn, ev *decode.Event) []cand
 	// gap says that bytes of one side were lost.
 	gap(side decode.Side)
 	// close ends the connection: its candidates are findings about the
 	// connection, and the checker lets go of what it kept for it.
-	close(ci CloseInfo) []cand
+	close(c *conn, ci CloseInfo) []cand
 	// describe fills the checker's columns of the connections table.
 	describe(row *Connection)
 }
 
-// reacts is a connChecker that reacts to nothing: checkers embed it and
+// passive is a connChecker that reacts to nothing: checkers embed it and
 // define the events they react to.
-type reacts struct{}
+type passive struct{}
 
-func (reacts) request(*request, *decode.Event) []cand  { return nil }
-func (reacts) ready() bool                             { return true }
-func (reacts) choose(cands []cand) []cand              { return cands }
-func (reacts) settled(*request, *cand, bool) []cand    { return nil }
-func (reacts) response(*request, *decode.Event) []cand { return nil }
-func (reacts) event(*decode.Event) []cand              { return nil }
-func (reacts) gap(decode.Side)                         {}
-func (reacts) close(CloseInfo) []cand                  { return nil }
-func (reacts) describe(*Connection)                    {}
+func (passive) request(*conn, *request, *decode.Event) []cand  { return nil }
+func (passive) ready() bool                                    { return true }
+func (passive) choose(cands []cand) []cand                     { return cands }
+func (passive) settled(*request, *cand, bool) []cand           { return nil }
+func (passive) response(*conn, *request, *decode.Event) []cand { return nil }
+func (passive) event(*conn, *decode.Event) []cand              { return nil }
+func (passive) gap(decode.Side)                                {}
+func (passive) close(*conn, CloseInfo) []cand                  { return nil }
+func (passive) describe(*Connection)                           {}
 
 // cand is a finding a rule would make, before the precedence picks one.
 type cand struct {

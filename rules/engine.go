@@ -162,7 +162,7 @@ func (e *Engine) Event(connID int, ev *decode.Event) []Finding {
 		e.response(c, ev)
 	default:
 		for _, k := range c.checks {
-			e.emitAll(c, k.event(ev))
+			e.emitAll(c, k.event(c, ev))
 		}
 	}
 	return e.out
@@ -179,7 +179,7 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 		c.firstID, c.hasFirstID, q.setsFirstID = q.x.id, true, true
 	}
 	for i, k := range c.checks {
-		for _, cd := range k.request(q, ev) {
+		for _, cd := range k.request(c, q, ev) {
 			cd.by = i
 			q.cands = append(q.cands, cd)
 		}
@@ -211,9 +211,10 @@ func (e *Engine) response(c *conn, ev *decode.Event) {
 	if q != nil {
 		q.answered, q.respAt, q.ans = true, ev.At, m.Answer
 	}
+	answer := about{at: ev.At, h: &m.Request, ans: Answer{State: Answered, Codes: m.Answer.Codes()}}
 	for _, k := range c.checks {
-		for _, cd := range k.response(q, ev) {
-			e.emitCand(c, cd, ev.At, &m.Request, Answer{State: Answered, Codes: m.Answer.Codes()}, nil)
+		for _, cd := range k.response(c, q, ev) {
+			e.emitCand(c, cd, answer, nil)
 		}
 	}
 	e.settle(c, false)
@@ -238,7 +239,7 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	}
 	e.settle(c, true)
 	for _, k := range c.checks {
-		e.emitAll(c, k.close(ci))
+		e.emitAll(c, k.close(c, ci))
 	}
 	row := Connection{ID: c.info.ID, Key: c.info.Key, ClientID: c.clientID, HasClient: c.clientID != "",
 		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream,
@@ -322,21 +323,21 @@ func (e *Engine) finalize(c *conn, q *request) {
 			pick = &ranked[i]
 		}
 	}
-	ans := answerOf(q)
+	req := about{at: q.at, h: &q.h, ans: answerOf(q), q: q}
 	if pick != nil {
-		e.emitCand(c, *pick, q.at, &q.h, ans, q, alsoOf(ranked, pick.rule)...)
+		e.emitCand(c, *pick, req, alsoOf(ranked, pick.rule))
 	}
 	for _, cd := range each {
-		e.emitCand(c, cd, q.at, &q.h, ans, q)
+		e.emitCand(c, cd, req, nil)
 	}
 	found := pick != nil || len(each) > 0
 	for _, k := range c.checks {
 		for _, cd := range k.settled(q, pick, found) {
-			at := q.at
+			a := req
 			if cd.atAnswer {
-				at = q.respAt
+				a.at = q.respAt
 			}
-			e.emitCand(c, cd, at, &q.h, ans, q)
+			e.emitCand(c, cd, a, nil)
 		}
 	}
 }
@@ -374,16 +375,25 @@ func answerOf(q *request) Answer {
 	return Answer{State: Answered}
 }
 
-// emitCand turns a candidate into a finding at frame at, about the request
-// with header h; q is the request's record when it waited for its
-// findings. also names the other §3/§4 rules that applied to the same
-// request.
-func (e *Engine) emitCand(c *conn, cd cand, at decode.Where, h *decode.RequestHeader, ans Answer, q *request, also ...string) {
-	f := Finding{Rule: cd.rule, At: at, Related: cd.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
-		CorrelationID: h.CorrelationID, Expected: cd.expected, Seen: cd.seen, Answer: ans, Also: also}
-	if q != nil {
+// about is what a finding about a request points at: the frame, the
+// request's header and what became of it, and the request's record when it
+// waited for its findings.
+type about struct {
+	at  decode.Where
+	h   *decode.RequestHeader
+	ans Answer
+	q   *request
+}
+
+// emitCand turns a candidate into a finding about a request. also names
+// the other §3/§4 rules that applied to the same request.
+func (e *Engine) emitCand(c *conn, cd cand, a about, also []string) {
+	h := a.h
+	f := Finding{Rule: cd.rule, At: a.at, Related: cd.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
+		CorrelationID: h.CorrelationID, Expected: cd.expected, Seen: cd.seen, Answer: a.ans, Also: also}
+	if q := a.q; q != nil {
 		f.AfterGap = q.afterGap
-		if q.answered && q.respAt != at {
+		if q.answered && q.respAt != a.at {
 			f.Related = append(slices.Clone(f.Related), related(q.respAt, RoleAnswer))
 		}
 	}

@@ -58,16 +58,15 @@ func newGroupChecker() *groupChecker {
 
 func (*groupChecker) rules() []Rule { return groupRules }
 
-func (g *groupChecker) open(c *conn) connChecker { return &groupConn{g: g, c: c} }
+func (g *groupChecker) open(*conn) connChecker { return &groupConn{g: g} }
 
 // groupConn is the group rules' part of one connection. Its lists are
 // short (a connection has a request or two in flight, and one group): a
 // map each would cost 100,000 connections more than all their other
 // state.
 type groupConn struct {
-	reacts
+	passive
 	g *groupChecker
-	c *conn
 	// joins are the JoinGroup requests awaiting their answer, members the
 	// member ID last used per group, required this connection's keys in
 	// the checker's required (looking for them among every connection's
@@ -80,8 +79,8 @@ type groupConn struct {
 
 func groupKey(client, group string) string { return client + "\x00" + group }
 
-func (gc *groupConn) request(q *request, ev *decode.Event) []cand {
-	g, c, x := gc.g, gc.c, q.x
+func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
+	g, x := gc.g, q.x
 	m := &ev.Msg
 	h := &m.Request
 	if !m.HasBody {
@@ -130,8 +129,8 @@ func (gc *groupConn) request(q *request, ev *decode.Event) []cand {
 	return nil
 }
 
-func (gc *groupConn) response(_ *request, ev *decode.Event) []cand {
-	g, c := gc.g, gc.c
+func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {
+	g := gc.g
 	m := &ev.Msg
 	if m.Request.APIKey != decode.KeyJoinGroup {
 		return nil
@@ -155,7 +154,7 @@ func (gc *groupConn) response(_ *request, ev *decode.Event) []cand {
 }
 
 // close drops what was kept for the connection across connections.
-func (gc *groupConn) close(CloseInfo) []cand {
+func (gc *groupConn) close(*conn, CloseInfo) []cand {
 	for _, k := range gc.required {
 		gc.g.required.delete(k)
 	}

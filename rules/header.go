@@ -76,7 +76,7 @@ const (
 // headerConn judges each request of a connection under every profile, and
 // chooses once the traffic shows which one the client follows.
 type headerConn struct {
-	reacts
+	passive
 	choice    ProfileChoice
 	seed      seedJudge
 	accepted  acceptedJudge
@@ -88,7 +88,7 @@ type headerConn struct {
 	sawF bool
 }
 
-func (hc *headerConn) request(q *request, ev *decode.Event) []cand {
+func (hc *headerConn) request(_ *conn, q *request, _ *decode.Event) []cand {
 	hv, x, h := q.h.HeaderVersion, q.x, &q.h
 	out := judged(nil, hc.seed.judge(hv, x, q.at), judgeSeed)
 	out = judged(out, hc.accepted.judge(hv, x, h, q.at), judgeAccepted)
@@ -172,10 +172,10 @@ type seedJudge struct {
 	midStream bool
 	started   bool
 	firstHas  bool // the first flexible-header request carried an ID
-	firstAt   decode.Where
+	firstAt   Frame
 	est       decode.UUID
 	hasEst    bool
-	estAt     decode.Where
+	estAt     Frame
 }
 
 func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
@@ -187,10 +187,10 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: x.id}})
 	}
 	if !j.started {
-		j.started, j.firstAt = true, at
+		j.started, j.firstAt = true, frameOf(at)
 		j.firstHas = x.carries
 		if x.carries {
-			j.est, j.hasEst, j.estAt = x.id, true, at
+			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 		}
 		return out
 	}
@@ -201,7 +201,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 		out = append(out, cand{rule: HeaderIDDropped, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case !j.hasEst && x.carries && j.midStream:
 		// A mid-stream connection's established ID is the first one shown.
-		j.est, j.hasEst, j.estAt = x.id, true, at
+		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	case !j.hasEst && x.carries && !j.firstHas:
 		out = append(out, cand{rule: HeaderIDLate, expected: Value{Kind: ValueNoIDFirst}, seen: x.value()})
 	}
@@ -212,7 +212,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 // establishedAt is the frame that established the connection's ID or its
 // absence (RULES.md §3 evidence); none on a mid-stream connection that
 // showed no ID yet.
-func (j *seedJudge) establishedAt() (decode.Where, bool) {
+func (j *seedJudge) establishedAt() (Frame, bool) {
 	if j.hasEst {
 		return j.estAt, true
 	}
@@ -221,12 +221,12 @@ func (j *seedJudge) establishedAt() (decode.Where, bool) {
 
 // withEstablished adds the establishing frame to header findings, unless
 // it is the request's own.
-func withEstablished(out []cand, est decode.Where, has bool, at decode.Where) []cand {
-	if !has || est.Frame == 0 || frameOf(est) == frameOf(at) {
+func withEstablished(out []cand, est Frame, has bool, at decode.Where) []cand {
+	if !has || est.Frame == 0 || est == frameOf(at) {
 		return out
 	}
 	for i := range out {
-		out[i].related = append([]Related{related(est, RoleEstablished)}, out[i].related...)
+		out[i].related = append([]Related{{est, RoleEstablished}}, out[i].related...)
 	}
 	return out
 }
@@ -237,10 +237,10 @@ func withEstablished(out []cand, est decode.Where, has bool, at decode.Where) []
 type acceptedJudge struct {
 	midStream bool
 	started   bool
-	firstAt   decode.Where
+	firstAt   Frame
 	est       decode.UUID
 	hasEst    bool
-	estAt     decode.Where
+	estAt     Frame
 }
 
 // usesV3 reports whether a request uses header v3: its API version is
@@ -259,10 +259,10 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: x.value()})
 	}
 	if !j.started {
-		j.started, j.firstAt = true, at
+		j.started, j.firstAt = true, frameOf(at)
 		switch {
 		case x.carries && !x.id.IsOne():
-			j.est, j.hasEst, j.estAt = x.id, true, at
+			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 		case !x.tag && !j.midStream:
 			out = append(out, cand{rule: HeaderIDMissingFirst, expected: Value{Kind: ValueFirstV3ID}, seen: Value{Kind: ValueNoID}})
 		}
@@ -272,12 +272,12 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 	case x.carries && j.hasEst && x.id != j.est:
 		out = append(out, cand{rule: HeaderIDChanged, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case x.carries && !j.hasEst && j.midStream:
-		j.est, j.hasEst, j.estAt = x.id, true, at
+		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	}
 	if !h.ClientIDNull {
 		out = append(out, cand{rule: HeaderClientIDRepeated, expected: Value{Kind: ValueNullClientID}, seen: Value{Kind: ValueClientID, Text: h.ClientID}})
 	}
-	if x.carries && j.hasEst && x.id == j.est && frameOf(at) != frameOf(j.estAt) {
+	if x.carries && j.hasEst && x.id == j.est && frameOf(at) != j.estAt {
 		out = append(out, cand{rule: HeaderIDRepeated, expected: Value{Kind: ValueNoIDRepeated}, seen: x.value()})
 	}
 	if j.hasEst {

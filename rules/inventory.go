@@ -45,25 +45,24 @@ func newInventoryChecker(maxInstances int) *inventoryChecker {
 
 func (*inventoryChecker) rules() []Rule { return inventoryRules }
 
-func (v *inventoryChecker) open(c *conn) connChecker { return &inventoryConn{v: v, c: c} }
+func (v *inventoryChecker) open(*conn) connChecker { return &inventoryConn{v: v} }
 
 // inventoryConn is the inventory's part of one connection: where its
 // client is indexed.
 type inventoryConn struct {
-	reacts
+	passive
 	v       *inventoryChecker
-	c       *conn
 	indexed *clientKey // where index put it
 }
 
-func (ic *inventoryConn) request(q *request, ev *decode.Event) []cand {
-	out := ic.instanceSeen(q.x, ev.At)
-	ic.index()
+func (ic *inventoryConn) request(c *conn, q *request, ev *decode.Event) []cand {
+	out := ic.instanceSeen(c, q.x, ev.At)
+	ic.index(c)
 	return out
 }
 
-func (ic *inventoryConn) close(CloseInfo) []cand {
-	ic.unindex()
+func (ic *inventoryConn) close(c *conn, _ CloseInfo) []cand {
+	ic.unindex(c)
 	return nil
 }
 
@@ -125,8 +124,8 @@ type splitKey struct {
 
 // instanceSeen updates the inventory with a request that carries a header
 // ID and returns the §7 findings it causes.
-func (ic *inventoryConn) instanceSeen(x headerID, at decode.Where) []cand {
-	v, c := ic.v, ic.c
+func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at decode.Where) []cand {
+	v := ic.v
 	if !x.carries || x.id.IsOne() {
 		return nil
 	}
@@ -205,8 +204,7 @@ type idUse struct {
 
 // index records a connection under its client once it shows both a
 // ClientId and an instance ID.
-func (ic *inventoryConn) index() {
-	c := ic.c
+func (ic *inventoryConn) index(c *conn) {
 	if ic.indexed != nil || c.clientID == "" || !c.hasFirstID {
 		return
 	}
@@ -226,14 +224,14 @@ func (ic *inventoryConn) index() {
 }
 
 // unindex removes a closing connection from its client's index.
-func (ic *inventoryConn) unindex() {
+func (ic *inventoryConn) unindex(c *conn) {
 	if ic.indexed == nil {
 		return
 	}
 	ids := ic.v.clients[*ic.indexed]
-	if u := ids[ic.c.firstID]; u != nil {
+	if u := ids[c.firstID]; u != nil {
 		if u.open--; u.open <= 0 {
-			delete(ids, ic.c.firstID)
+			delete(ids, c.firstID)
 		}
 	}
 	if len(ids) == 0 {

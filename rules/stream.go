@@ -36,17 +36,16 @@ type streamChecker struct{}
 
 func (streamChecker) rules() []Rule { return streamRules }
 
-func (streamChecker) open(c *conn) connChecker { return &streamConn{c: c} }
+func (streamChecker) open(*conn) connChecker { return &streamConn{} }
 
 type streamConn struct {
-	reacts
-	c       *conn
+	passive
 	gapSide [2]bool // a gap not yet reported, per side
 }
 
 func (sc *streamConn) gap(side decode.Side) { sc.gapSide[side] = true }
 
-func (sc *streamConn) event(ev *decode.Event) []cand {
+func (sc *streamConn) event(_ *conn, ev *decode.Event) []cand {
 	switch ev.Kind {
 	case decode.EventResync:
 		if sc.gapSide[ev.Side] {
@@ -59,18 +58,18 @@ func (sc *streamConn) event(ev *decode.Event) []cand {
 	return nil
 }
 
-func (sc *streamConn) close(ci CloseInfo) []cand {
+func (sc *streamConn) close(c *conn, ci CloseInfo) []cand {
 	var out []cand
 	for s, gap := range sc.gapSide {
 		if gap {
-			out = append(out, cand{rule: StreamGap, at: sc.c.last, stream: Stream{Kind: LostBytes, Side: decode.Side(s)}})
+			out = append(out, cand{rule: StreamGap, at: c.last, stream: Stream{Kind: LostBytes, Side: decode.Side(s)}})
 		}
 	}
-	if sc.c.info.MidStream && sc.c.sawKafka {
-		out = append(out, cand{rule: StreamMidStart, at: sc.c.info.First, stream: Stream{Kind: MissedStart}})
+	if c.info.MidStream && c.sawKafka {
+		out = append(out, cand{rule: StreamMidStart, at: c.info.First, stream: Stream{Kind: MissedStart}})
 	}
 	if n := ci.Counters.Unanswered; n > 0 {
-		out = append(out, cand{rule: StreamUnanswered, at: sc.c.last, count: n, stream: Stream{Kind: UnansweredRequests}})
+		out = append(out, cand{rule: StreamUnanswered, at: c.last, count: n, stream: Stream{Kind: UnansweredRequests}})
 	}
 	return out
 }

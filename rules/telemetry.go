@@ -143,7 +143,7 @@ func headerKey(id decode.UUID) string { return "h:" + id.String() }
 
 func (t *telemetryChecker) rules() []Rule { return telemetryRules }
 
-func (t *telemetryChecker) open(c *conn) connChecker { return &teleConn{t: t, c: c} }
+func (t *telemetryChecker) open(*conn) connChecker { return &teleConn{t: t} }
 
 // telemetryIDOf returns the telemetry ID the client instance with header
 // ID inst got, for the inventory.
@@ -155,9 +155,8 @@ func (t *telemetryChecker) telemetryIDOf(inst decode.UUID) (decode.UUID, bool) {
 // teleConn is the telemetry rules' part of one connection: its
 // GetTelemetrySubscriptions requests awaiting their answer.
 type teleConn struct {
-	reacts
+	passive
 	t     *telemetryChecker
-	c     *conn
 	asked pairs[int32, teleRequest]
 }
 
@@ -213,8 +212,8 @@ func (t *telemetryChecker) endedFor(id decode.UUID, term, q sighting) bool {
 // connection costs one look-up), and applies the telemetry rules to a
 // GetTelemetrySubscriptions or PushTelemetry request: it returns the
 // findings that apply, in no order.
-func (tc *teleConn) request(q *request, ev *decode.Event) []cand {
-	t, c, x := tc.t, tc.c, q.x
+func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
+	t, x := tc.t, q.x
 	if x.carries && (q.setsFirstID || x.id != c.firstID) {
 		t.sight(x.id, sighting{at: frameOf(q.at), conn: c.info.ID, inst: x.id, hasInst: true})
 	}
@@ -284,8 +283,8 @@ func (t *telemetryChecker) gotFor(c *conn, x headerID) (gotID, bool) {
 // GetTelemetrySubscriptions and records the ID the client got. An ID it
 // assigns or accepts is live again: a push for it is no longer one after a
 // terminating push (the broker re-issued it).
-func (tc *teleConn) response(_ *request, ev *decode.Event) []cand {
-	t, c := tc.t, tc.c
+func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
+	t := tc.t
 	m := &ev.Msg
 	if m.Request.APIKey != decode.KeyGetTelemetrySubscriptions {
 		return nil
@@ -344,7 +343,7 @@ func (tc *teleConn) response(_ *request, ev *decode.Event) []cand {
 
 // close drops what was kept for the connection (what is kept per request
 // goes with the teleConn).
-func (tc *teleConn) close(CloseInfo) []cand {
-	tc.t.got.delete(connKey(tc.c.info.ID))
+func (tc *teleConn) close(c *conn, _ CloseInfo) []cand {
+	tc.t.got.delete(connKey(c.info.ID))
 	return nil
 }
