@@ -33,18 +33,18 @@ type Rule struct {
 	Verdict bool
 }
 
-// catalog is every checker's rows in RULES.md order, and byID indexes it.
-// Both are built once and never changed.
+// catalog is the rows of the engine's checkers in RULES.md order, and
+// byID indexes it. Both are built once and never changed.
 var (
-	catalog = assemble(headerRules, telemetryRules, brokerRules, groupRules, inventoryRules, streamRules)
+	catalog = assemble(New(Options{}).checkers)
 	byID    = indexRules(catalog)
 )
 
 // assemble joins the checkers' rows and orders them as RULES.md does.
-func assemble(rows ...[]Rule) []Rule {
+func assemble(checkers []checker) []Rule {
 	var all []Rule
-	for _, r := range rows {
-		all = append(all, r...)
+	for _, k := range checkers {
+		all = append(all, k.rules()...)
 	}
 	sort.SliceStable(all, func(i, j int) bool {
 		a, b := sectionNumber(all[i].Section), sectionNumber(all[j].Section)
