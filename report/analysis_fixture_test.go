@@ -3,7 +3,6 @@ package report
 import (
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -47,6 +46,21 @@ func at(file int, frame int64, secs float64) decode.Where {
 
 func fr(file int, frame int64) rules.Frame { return rules.Frame{File: file, Frame: frame} }
 
+func est(file int, frame int64) rules.Related {
+	return rules.Related{Frame: fr(file, frame), Role: rules.RoleEstablished}
+}
+
+func answer(file int, frame int64) rules.Related {
+	return rules.Related{Frame: fr(file, frame), Role: rules.RoleAnswer}
+}
+
+func answered(code int16) rules.Answer {
+	return rules.Answer{State: rules.Answered, Codes: []int16{code}}
+}
+
+func id(u decode.UUID) rules.Value    { return rules.Value{Kind: rules.ValueID, ID: u} }
+func named(u decode.UUID) rules.Value { return rules.Value{Kind: rules.ValueIDNamed, ID: u} }
+
 // incidentAnalysis is two files, IPv4 and IPv6, errors, warnings and
 // repeated infos, instances, and brokers that enforce, ignore, mix and
 // tell nothing.
@@ -63,61 +77,55 @@ func incidentAnalysis() *Analysis {
 		return f
 	}
 	fs := []rules.Finding{
-		{Rule: rules.StreamNotKafka, Severity: rules.Info, At: at(0, 60, 0.4), Conn: c5, ConnID: 5, Seen: "TLS",
-			Message: "the bytes on this Kafka port are not Kafka: TLS"},
+		{Rule: rules.StreamNotKafka, Severity: rules.Info, At: at(0, 60, 0.4), Conn: c5, ConnID: 5,
+			Seen: rules.Value{Kind: rules.ValueNotKafka, Text: "TLS"}, Stream: rules.Stream{Kind: rules.NotKafkaBytes}},
 		api(rules.Finding{Rule: rules.HeaderIDChanged, Severity: rules.Error, At: at(0, 117, 1.5), Conn: c1, ConnID: 1,
-			Related: []rules.Frame{fr(0, 5), fr(0, 118)}, Expected: instA.String(), Seen: otherX.String(),
-			BrokerAnswer: "INVALID_REQUEST",
-			Message:      "Metadata v12 (correlation 41): a later request carries a non-zero instance ID different from the connection's established one"}, 3, 12, 41),
+			Related: []rules.Related{est(0, 5), answer(0, 118)}, Expected: id(instA), Seen: named(otherX),
+			Answer: answered(42)}, 3, 12, 41),
 		api(rules.Finding{Rule: rules.HeaderIDChanged, Severity: rules.Error, At: at(0, 239, 2.25), Conn: c1, ConnID: 1,
-			Related: []rules.Frame{fr(0, 5), fr(0, 240)}, Expected: instA.String(), Seen: otherY.String(),
-			BrokerAnswer: "INVALID_REQUEST",
-			Message:      "Produce v11 (correlation 97): a later request carries a non-zero instance ID different from the connection's established one"}, 0, 11, 97),
+			Related: []rules.Related{est(0, 5), answer(0, 240)}, Expected: id(instA), Seen: named(otherY),
+			Answer: answered(42)}, 0, 11, 97),
 		api(rules.Finding{Rule: rules.HeaderIDChanged, Severity: rules.Error, At: at(0, 388, 3.0), Conn: c1, ConnID: 1,
-			Related: []rules.Frame{fr(0, 5)}, Expected: instA.String(), Seen: otherX.String(),
-			BrokerAnswer: rules.ClosedByBroker,
-			Message:      "Metadata v12 (correlation 130): a later request carries a non-zero instance ID different from the connection's established one"}, 3, 12, 130),
+			Related: []rules.Related{est(0, 5)}, Expected: id(instA), Seen: named(otherX),
+			Answer: rules.Answer{State: rules.ClosedByBroker}}, 3, 12, 130),
 		api(rules.Finding{Rule: rules.TelemetryBodyMismatch, Severity: rules.Error, At: at(0, 1501, 20), Conn: c2, ConnID: 2,
-			Related: []rules.Frame{fr(0, 1502)}, Expected: "body ID " + instA.String() + " (the header's)", Seen: "body ID ZERO",
-			BrokerAnswer: "NONE", Also: []string{rules.TelemetryIDNotReused},
-			Message: "GetTelemetrySubscriptions v0 (correlation 3): a v0 GetTelemetrySubscriptions or PushTelemetry carries header ID H ≠ ZERO and body ID ≠ H; also: telemetry-id-not-reused"}, 71, 0, 3),
+			Related: []rules.Related{answer(0, 1502)}, Expected: rules.Value{Kind: rules.ValueHeaderBodyID, ID: instA},
+			Seen:   rules.Value{Kind: rules.ValueBodyID},
+			Answer: answered(0), Also: []string{rules.TelemetryIDNotReused}}, 71, 0, 3),
 		api(rules.Finding{Rule: rules.JoinMemberIDRequiredOldVersion, Severity: rules.Warning, At: at(0, 2004, 31), Conn: c4, ConnID: 4,
-			Related: []rules.Frame{fr(0, 2003)}, Expected: "JoinGroup v4+ for MEMBER_ID_REQUIRED", Seen: "JoinGroup v3",
-			BrokerAnswer: "MEMBER_ID_REQUIRED",
-			Message:      "JoinGroup v3 (correlation 8): MEMBER_ID_REQUIRED sent in answer to JoinGroup v0–v3"}, 11, 3, 8),
+			Related: []rules.Related{{Frame: fr(0, 2003), Role: rules.RoleRequest}}, Expected: rules.Value{Kind: rules.ValueJoinGroupV4},
+			Seen:   rules.Value{Kind: rules.ValueJoinGroupVersion, Version: 3},
+			Answer: answered(79)}, 11, 3, 8),
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 2950, 40), Conn: c2, ConnID: 2,
-			Message: "bytes of the requests were lost; the Kafka framing was found again 1380 bytes later"},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 1380}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 4410, 95), Conn: c4, ConnID: 4, Count: 11,
-			Message: "11 requests have no response in the capture"},
+			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 4411, 95.5), Conn: c2, ConnID: 2, Count: 3,
-			Message: "3 requests have no response in the capture"},
+			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 		{Rule: rules.StreamMidStart, Severity: rules.Info, At: at(1, 12, 0.1), Conn: c3, ConnID: 3,
-			Message: "the connection began before the capture: first-request rules were not applied to it"},
+			Stream: rules.Stream{Kind: rules.MissedStart}},
 		api(rules.Finding{Rule: rules.HeaderClientIDRepeated, Severity: rules.Warning, At: at(1, 76, 0.9), Conn: c3, ConnID: 3,
-			Related: []rules.Frame{fr(1, 12), fr(1, 77)}, Expected: "a null ClientId", Seen: `ClientId "analytics-consumer"`,
-			BrokerAnswer: "NONE",
-			Message:      "GetTelemetrySubscriptions v1 (correlation 5): a later header-v3 request carries a non-null ClientId"}, 71, 1, 5),
+			Related: []rules.Related{est(1, 12), answer(1, 77)}, Expected: rules.Value{Kind: rules.ValueNullClientID},
+			Seen:   rules.Value{Kind: rules.ValueClientID, Text: "analytics-consumer"},
+			Answer: answered(0)}, 71, 1, 5),
 	}
 	for i, frame := range []int64{310, 910, 1510, 2110} {
 		fs = append(fs, api(rules.Finding{Rule: rules.HeaderIDRepeated, Severity: rules.Info, At: at(1, frame, float64(10+i*30)),
-			Conn: c3, ConnID: 3, Related: []rules.Frame{fr(1, 12), fr(1, frame+1)}, Expected: "no ID (already established)",
-			Seen: instB.String(), BrokerAnswer: "NONE",
-			Message: fmt.Sprintf("PushTelemetry v1 (correlation %d): a later header-v3 request repeats the same ID", 20+i)}, 72, 1, int32(20+i)))
+			Conn: c3, ConnID: 3, Related: []rules.Related{est(1, 12), answer(1, frame+1)}, Expected: rules.Value{Kind: rules.ValueNoIDRepeated},
+			Seen: named(instB), Answer: answered(0)}, 72, 1, int32(20+i)))
 	}
 	fs = append(fs,
 		api(rules.Finding{Rule: rules.InstanceIDShared, Severity: rules.Warning, At: at(1, 790, 50), Conn: c6, ConnID: 6,
-			Related: []rules.Frame{fr(0, 5), fr(1, 791)}, Expected: "one client address (10.1.4.20)",
-			Seen: instA.String() + " also from 10.2.0.5", BrokerAnswer: "NONE",
-			Message: "Metadata v12 (correlation 1): one client instance ID is used from two or more client IP addresses"}, 3, 12, 1),
+			Related:  []rules.Related{{Frame: fr(0, 5), Role: rules.RoleFirstSeen}, answer(1, 791)},
+			Expected: rules.Value{Kind: rules.ValueOneAddress, Addr: ad("10.1.4.20")},
+			Seen:     rules.Value{Kind: rules.ValueAlsoFrom, ID: instA, Addr: ad("10.2.0.5")}, Answer: answered(0)}, 3, 12, 1),
 		api(rules.Finding{Rule: rules.HeaderIDDropped, Severity: rules.Error, At: at(1, 802, 51), Conn: c6, ConnID: 6,
-			Related: []rules.Frame{fr(1, 790), fr(1, 803)}, Expected: instA.String(), Seen: "no ID", AfterGap: true,
-			BrokerAnswer: "INVALID_REQUEST",
-			Message:      "Produce v11 (correlation 12): the first flexible-header request carried ID X; a later one carries none (or ZERO); bytes of this connection were lost before it"}, 0, 11, 12),
+			Related: []rules.Related{est(1, 790), answer(1, 803)}, Expected: id(instA), Seen: rules.Value{Kind: rules.ValueNoID}, AfterGap: true,
+			Answer: answered(42)}, 0, 11, 12),
 		api(rules.Finding{Rule: rules.TelemetryPushUnknownID, Severity: rules.Warning, At: at(1, 2210, 80), Conn: c6, ConnID: 6,
-			Expected: "an ID a GetTelemetrySubscriptions exchange produced", Seen: telB.String(), BrokerAnswer: rules.NoResponse,
-			Message: "PushTelemetry v0 (correlation 30): a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted (the capture may have started after it)"}, 72, 0, 30),
+			Expected: rules.Value{Kind: rules.ValueExchangedID}, Seen: id(telB), Answer: rules.Answer{State: rules.NoResponse}}, 72, 0, 30),
 		rules.Finding{Rule: rules.StreamGap, Severity: rules.Info, At: at(1, 4980, 300), Conn: c6, ConnID: 6,
-			Message: "bytes of the responses were lost and the framing was not found again"},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.BrokerSide}},
 	)
 
 	conns := []rules.Connection{
@@ -177,15 +185,14 @@ func quietAnalysis() *Analysis {
 	c := rules.ConnKey{Client: ap("[fd00:1::20]:53012"), Broker: ap("[fd00:1::9]:9092")}
 	fs := []rules.Finding{
 		{Rule: rules.BrokerIDConflict, Severity: rules.Warning, At: at(0, 14, 0.2), Conn: c, ConnID: 1,
-			Related: []rules.Frame{fr(0, 13)}, HasAPI: true, APIKey: 71, APIVersion: 0, CorrelationID: 2,
-			Expected: telA.String() + " (echoed) or ZERO", Seen: telB.String(), BrokerAnswer: "NONE",
-			Message: "GetTelemetrySubscriptions v0 (correlation 2): a GetTelemetrySubscriptions with R ≠ ZERO was answered with another non-zero ID"},
+			Related: []rules.Related{{Frame: fr(0, 13), Role: rules.RoleRequest}}, HasAPI: true, APIKey: 71, APIVersion: 0, CorrelationID: 2,
+			Expected: rules.Value{Kind: rules.ValueEchoOrZero, ID: telA}, Seen: id(telB), Answer: answered(0)},
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 220, 3), Conn: c, ConnID: 1,
-			Message: "bytes of the requests were lost; the Kafka framing was found again 96 bytes later"},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 96}},
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 380, 5), Conn: c, ConnID: 1,
-			Message: "bytes of the requests were lost; the Kafka framing was found again 1024 bytes later"},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 1024}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 402, 6), Conn: c, ConnID: 1, Count: 1,
-			Message: "1 requests have no response in the capture"},
+			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 	}
 	return &Analysis{
 		Files: []string{"kafka-dev.pcap"},

@@ -196,16 +196,16 @@ func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON
 		Time: timeText(f.At.Time), RelatedFrames: []int64{}, Related: []frameRefJSON{},
 		Connection:   endpointsJSON{Client: f.Conn.Client.String(), Broker: f.Conn.Broker.String()},
 		ConnectionID: f.ConnID,
-		Expected:     optText(uuidText(f.Expected, form)), Seen: optText(uuidText(f.Seen, form)),
-		BrokerAnswer: optText(f.BrokerAnswer), Message: f.Message, AfterGap: f.AfterGap,
+		Expected:     optText(valueText(f.Expected, form.format)), Seen: optText(valueText(f.Seen, form.format)),
+		BrokerAnswer: optText(answerName(f.Answer)), Message: findingMessage(f), AfterGap: f.AfterGap,
 		Also: append([]string{}, f.Also...), Count: f.Count,
 	}
 	if j.Count == 0 {
 		j.Count = 1
 	}
 	for _, r := range f.Related {
-		j.RelatedFrames = append(j.RelatedFrames, r.Frame)
-		j.Related = append(j.Related, frameRefJSON{File: fileName(files, r.File), Frame: r.Frame})
+		j.RelatedFrames = append(j.RelatedFrames, r.Frame.Frame)
+		j.Related = append(j.Related, frameRefJSON{File: fileName(files, r.Frame.File), Frame: r.Frame.Frame})
 	}
 	if f.HasAPI {
 		key, ver, corr := f.APIKey, f.APIVersion, f.CorrelationID

@@ -179,6 +179,7 @@ func spanOf(a *Analysis) (time.Time, time.Time) {
 	return a.Result.Start, a.Result.End
 }
 
+// plural writes a count with the singular or plural words.
 func plural(n int64, one, many string) string {
 	if n == 1 {
 		return "1 " + one
@@ -333,7 +334,8 @@ func groupFindings(fs []rules.Finding, sev rules.Severity) []*findingGroup {
 			out = append(out, g)
 		}
 		g.n++
-		if f.Expected != g.first.Expected || f.Seen != g.first.Seen {
+		if valueText(f.Expected, kafkaUUID) != valueText(g.first.Expected, kafkaUUID) ||
+			valueText(f.Seen, kafkaUUID) != valueText(g.first.Seen, kafkaUUID) {
 			g.differ = true
 		}
 		if f.HasAPI {
@@ -410,7 +412,7 @@ func (st *docStyle) findingCells(g *findingGroup) (c1, c2 []string) {
 	if len(f.Related) > 0 {
 		rel := make([]string, len(f.Related))
 		for i, r := range f.Related {
-			rel[i] = st.frame(r.File, r.Frame)
+			rel[i] = st.frame(r.Frame.File, r.Frame.Frame)
 		}
 		c2 = append(c2, st.wrap("related "+strings.Join(rel, ", "), 8)...)
 	}
@@ -440,14 +442,14 @@ func (l *findingLayout) grid(groups []*findingGroup) *grid {
 		if !f.HasAPI {
 			// stream-* and other findings about no one request: their
 			// message says it all.
-			c3 = st.wrap(f.Message, width)
+			c3 = st.wrap(findingMessage(f), width)
 			g.rows = append(g.rows, [][]string{c1, c2, c3})
 			continue
 		}
 		c3 = append(c3, st.wrap(apiText(f), width)...)
-		if f.Expected != "" || f.Seen != "" {
-			c3 = append(c3, st.labelled("expected", orDash(st.text(f.Expected)), width)...)
-			c3 = append(c3, st.labelled("seen", orDash(st.text(f.Seen)), width)...)
+		if expected, seen := valueText(f.Expected, st.uuid), valueText(f.Seen, st.uuid); expected != "" || seen != "" {
+			c3 = append(c3, st.labelled("expected", orDash(expected), width)...)
+			c3 = append(c3, st.labelled("seen", orDash(seen), width)...)
 			if gr.differ {
 				c3 = append(c3, st.wrap("(values of the first; the others differ: -o json lists each)", width)...)
 			}
@@ -480,12 +482,6 @@ func padRight(s string, width int) string {
 		return s + strings.Repeat(" ", width-n)
 	}
 	return s
-}
-
-// text is a rule's expected or seen text with its UUIDs in the chosen form,
-// shortened in a terminal as everywhere in its tables.
-func (st *docStyle) text(s string) string {
-	return mapUUIDs(s, st.uuid)
 }
 
 func maxLen(lines []string) int {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
+	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -191,7 +192,7 @@ func TestAnalysisJSONNames(t *testing.T) {
 			t.Errorf("file = %v", f["file"])
 		}
 	}
-	for _, want := range []any{"INVALID_REQUEST", "NONE", nil, rules.NoResponse, rules.ClosedByBroker} {
+	for _, want := range []any{"INVALID_REQUEST", "NONE", nil, noResponseText, closedByBrokerText} {
 		if !answers[want] {
 			t.Errorf("no finding with broker_answer %v", want)
 		}
@@ -431,23 +432,88 @@ func TestAnalysisCSV(t *testing.T) {
 	}
 }
 
-func TestUUIDText(t *testing.T) {
+// TestValueText: the words of each kind of typed evidence, with its IDs in
+// the chosen form and capture-derived text as sent.
+func TestValueText(t *testing.T) {
 	k, r := instA.String(), instA.RFC4122()
-	cases := []struct{ in, want string }{
-		{k, r},
-		{"body ID " + k + " (the header's)", "body ID " + r + " (the header's)"},
-		{"(" + k + ")", "(" + r + ")"},
-		{k + " also from 10.2.0.5", r + " also from 10.2.0.5"},
-		{`member ID "` + k + `"`, `member ID "` + k + `"`}, // quoted: a member or client ID
-		{"ConsumerGroupHeartbeat", "ConsumerGroupHeartbeat"},
-		{"ZERO", "ZERO"},
+	cases := []struct {
+		v              rules.Value
+		kafka, rfc4122 string
+	}{
+		{id(instA), k, r},
+		{named(instA), k, r},
+		{named(decode.UUID{}), "ZERO", "ZERO"},
+		{named(decode.UUID{15: 1}), "ONE", "ONE"},
+		{id(decode.UUID{15: 1}), "AAAAAAAAAAAAAAAAAAAAAQ", "00000000-0000-0000-0000-000000000001"},
+		{rules.Value{Kind: rules.ValueHeaderBodyID, ID: instA}, "body ID " + k + " (the header's)", "body ID " + r + " (the header's)"},
+		{rules.Value{Kind: rules.ValueBodyID}, "body ID ZERO", "body ID ZERO"},
+		{rules.Value{Kind: rules.ValueEchoOrZero, ID: instA}, k + " (echoed) or ZERO", r + " (echoed) or ZERO"},
+		{rules.Value{Kind: rules.ValueAlsoFrom, ID: instA, Addr: ad("10.2.0.5")}, k + " also from 10.2.0.5", r + " also from 10.2.0.5"},
+		{rules.Value{Kind: rules.ValueOneAddress, Addr: ad("2001:db8::1")}, "one client address (2001:db8::1)", "one client address (2001:db8::1)"},
+		// A member or client ID that looks like a UUID is the client's text.
+		{rules.Value{Kind: rules.ValueMemberID, Text: "m " + k}, `member ID "m ` + k + `"`, `member ID "m ` + k + `"`},
+		{rules.Value{Kind: rules.ValueClientID, Text: k}, `ClientId "` + k + `"`, `ClientId "` + k + `"`},
+		{rules.Value{Kind: rules.ValueJoinGroupVersion, Version: 3}, "JoinGroup v3", "JoinGroup v3"},
+		{rules.Value{Kind: rules.ValueErrorCode, Code: 42}, "INVALID_REQUEST", "INVALID_REQUEST"},
+		{rules.Value{}, "", ""},
 	}
 	for _, c := range cases {
-		if got := uuidText(c.in, UUIDRFC4122); got != c.want {
-			t.Errorf("uuidText(%q) = %q, want %q", c.in, got, c.want)
+		if got := valueText(c.v, UUIDKafka.format); got != c.kafka {
+			t.Errorf("valueText(%+v, kafka) = %q, want %q", c.v, got, c.kafka)
 		}
-		if got := uuidText(c.in, UUIDKafka); got != c.in {
-			t.Errorf("uuidText(%q, kafka) = %q", c.in, got)
+		if got := valueText(c.v, UUIDRFC4122.format); got != c.rfc4122 {
+			t.Errorf("valueText(%+v, rfc4122) = %q, want %q", c.v, got, c.rfc4122)
+		}
+	}
+}
+
+// TestAnswerName: the broker's answer, by what became of the request.
+func TestAnswerName(t *testing.T) {
+	cases := []struct {
+		a    rules.Answer
+		want string
+	}{
+		{rules.Answer{State: rules.Answered, Codes: []int16{42}}, "INVALID_REQUEST"},
+		{rules.Answer{State: rules.Answered, Codes: []int16{0, 3}}, "NONE, UNKNOWN_TOPIC_OR_PARTITION"},
+		{rules.Answer{State: rules.Answered}, ""},
+		{rules.Answer{State: rules.NoResponse}, "no response in capture"},
+		{rules.Answer{State: rules.NoResponseByDesign}, "none expected (acks = 0)"},
+		{rules.Answer{State: rules.ClosedByBroker}, "connection closed by the broker"},
+		{rules.Answer{}, ""},
+	}
+	for _, c := range cases {
+		if got := answerName(c.a); got != c.want {
+			t.Errorf("answerName(%+v) = %q, want %q", c.a, got, c.want)
+		}
+	}
+}
+
+// TestFindingMessage: a request's finding says its API, the rule's
+// summary and what limits it; a stream's says what the bytes showed.
+func TestFindingMessage(t *testing.T) {
+	cases := []struct {
+		f    rules.Finding
+		want string
+	}{
+		{rules.Finding{Rule: rules.TelemetryPushUnknownID, HasAPI: true, APIKey: 72, APIVersion: 0, CorrelationID: 30, AfterGap: true},
+			"PushTelemetry v0 (correlation 30): a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted" +
+				" (the capture may have started after it); bytes of this connection were lost before it"},
+		{rules.Finding{Rule: rules.HeaderIDChanged, HasAPI: true, APIKey: 3, APIVersion: 12, CorrelationID: 4, Also: []string{rules.TelemetryBodyMismatch}},
+			"Metadata v12 (correlation 4): a later request carries a non-zero instance ID different from the connection's established one; also: telemetry-body-mismatch"},
+		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.BrokerSide, Resynced: true, Skipped: 7}},
+			"bytes of the responses were lost; the Kafka framing was found again 7 bytes later"},
+		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide}},
+			"bytes of the requests were lost and the framing was not found again"},
+		{rules.Finding{Rule: rules.StreamNotKafka, Seen: rules.Value{Kind: rules.ValueNotKafka, Text: "TLS"}, Stream: rules.Stream{Kind: rules.NotKafkaBytes}},
+			"the bytes on this Kafka port are not Kafka: TLS"},
+		{rules.Finding{Rule: rules.StreamUnanswered, Count: 1, Stream: rules.Stream{Kind: rules.UnansweredRequests}},
+			"1 request has no response in the capture"},
+		{rules.Finding{Rule: rules.StreamUnanswered, Count: 2, Stream: rules.Stream{Kind: rules.UnansweredRequests}},
+			"2 requests have no response in the capture"},
+	}
+	for _, c := range cases {
+		if got := findingMessage(&c.f); got != c.want {
+			t.Errorf("findingMessage(%s) = %q, want %q", c.f.Rule, got, c.want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -35,55 +34,6 @@ func paint(text string, s rules.Severity, on bool) string {
 		return text
 	}
 	return severityColor(s) + text + ansiReset
-}
-
-// uuidText rewrites the Kafka-form UUIDs inside a rule's expected or seen
-// text in form: the engine writes them as Kafka prints them.
-func uuidText(s string, form UUIDForm) string {
-	if form != UUIDRFC4122 {
-		return s
-	}
-	return mapUUIDs(s, func(u decode.UUID) string { return u.RFC4122() })
-}
-
-// mapUUIDs replaces each Kafka-form UUID inside s by f of it. A UUID there
-// is a whole word of 22 URL-safe base64 characters that decodes strictly to
-// 16 bytes, not inside quotes (quoted values are client or member IDs).
-func mapUUIDs(s string, f func(decode.UUID) string) string {
-	if len(s) < 22 {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); {
-		if !isB64URL(s[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(s) && isB64URL(s[j]) {
-			j++
-		}
-		if j-i == 22 && (i == 0 || strings.IndexByte(" (", s[i-1]) >= 0) &&
-			(j == len(s) || strings.IndexByte(" ),;", s[j]) >= 0) {
-			var u decode.UUID
-			if n, err := base64.RawURLEncoding.Strict().Decode(u[:], []byte(s[i:j])); err == nil && n == 16 {
-				b.WriteString(s[last:i])
-				b.WriteString(f(u))
-				last = j
-			}
-		}
-		i = j
-	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
-}
-
-func isB64URL(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }
 
 // shorten cuts s to at most n characters, the last being "…".
@@ -136,10 +86,10 @@ func wrap(s string, width int) []string {
 
 // answerText is what a finding says of the broker's answer, for people.
 func answerText(f *rules.Finding) string {
-	if f.BrokerAnswer == "" {
-		return "no top-level error code"
+	if a := answerName(f.Answer); a != "" {
+		return a
 	}
-	return f.BrokerAnswer
+	return "no top-level error code"
 }
 
 // apiText names a finding's request: "Metadata v12, correlation 4".
@@ -163,17 +113,18 @@ func FormatFindingText(files []string, f *rules.Finding, color bool) string {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if r.File != f.At.File {
-				fmt.Fprintf(&b, " %s:%d", fileName(files, r.File), r.Frame)
+			if r.Frame.File != f.At.File {
+				fmt.Fprintf(&b, " %s:%d", fileName(files, r.Frame.File), r.Frame.Frame)
 			} else {
-				fmt.Fprintf(&b, " %d", r.Frame)
+				fmt.Fprintf(&b, " %d", r.Frame.Frame)
 			}
 		}
 		b.WriteByte(')')
 	}
-	fmt.Fprintf(&b, " %s → %s: %s", f.Conn.Client, f.Conn.Broker, f.Message)
-	if f.Expected != "" || f.Seen != "" {
-		fmt.Fprintf(&b, "; expected %s, seen %s", orDash(f.Expected), orDash(f.Seen))
+	fmt.Fprintf(&b, " %s → %s: %s", f.Conn.Client, f.Conn.Broker, findingMessage(f))
+	expected, seen := valueText(f.Expected, kafkaUUID), valueText(f.Seen, kafkaUUID)
+	if expected != "" || seen != "" {
+		fmt.Fprintf(&b, "; expected %s, seen %s", orDash(expected), orDash(seen))
 	}
 	if f.HasAPI {
 		fmt.Fprintf(&b, "; broker answer: %s", answerText(f))

@@ -1,5 +1,7 @@
 package rules
 
+import "slices"
+
 // bounded is a map that forgets its oldest entries beyond a size: two
 // generations, the current one taking new entries, and the previous one
 // still read. When the current one is full it becomes the previous one and
@@ -38,3 +40,56 @@ func (b *bounded[K, V]) delete(k K) {
 	delete(b.cur, k)
 	delete(b.prev, k)
 }
+
+// pairs is a short list of keys and values, searched from end to end. At
+// maxAsked entries it starts anew: requests never answered are let go.
+type pairs[K comparable, V any] []pair[K, V]
+
+type pair[K comparable, V any] struct {
+	k K
+	v V
+}
+
+func (p pairs[K, V]) index(k K) int {
+	return slices.IndexFunc(p, func(e pair[K, V]) bool { return e.k == k })
+}
+
+func (p pairs[K, V]) get(k K) (V, bool) {
+	if i := p.index(k); i >= 0 {
+		return p[i].v, true
+	}
+	var zero V
+	return zero, false
+}
+
+func (p *pairs[K, V]) set(k K, v V) {
+	if i := p.index(k); i >= 0 {
+		(*p)[i].v = v
+		return
+	}
+	if len(*p) >= maxAsked {
+		*p = nil
+	}
+	*p = append(*p, pair[K, V]{k, v})
+}
+
+// take returns and removes k's value.
+func (p *pairs[K, V]) take(k K) (V, bool) {
+	i := p.index(k)
+	if i < 0 {
+		var zero V
+		return zero, false
+	}
+	v, last := (*p)[i].v, len(*p)-1
+	(*p)[i] = (*p)[last]
+	(*p)[last] = pair[K, V]{}
+	*p = (*p)[:last]
+	if last == 0 {
+		*p = nil // an empty list keeps no memory
+	}
+	return v, true
+}
+
+// maxAsked caps the requests awaiting an answer, and the groups, that a
+// connection's lists keep.
+const maxAsked = 64

@@ -1,8 +1,26 @@
-// Package rules owns the rule catalogue of RULES.md and the engine that
-// applies it: per-connection state (the profiles and their auto selection,
-// established IDs), cross-connection state (telemetry IDs, group members,
-// client instances, brokers), and findings with their evidence, plus the
-// inventory of instances, brokers and connections. It is pure: decoded
-// events in, findings out; no I/O, clocks, goroutines or globals, and it
-// knows nothing of how anything is printed.
+// Package rules owns the rule catalogue of RULES.md and applies it.
+//
+// The rules are applied by checkers, each owning its rows of the
+// catalogue (severity, section, profile, summary, detail and example
+// texts, place in the §1 precedence, whether a finding decides a broker
+// verdict), the state it needs across connections and, per connection,
+// the events it reacts to: header (the KIP-1313 profiles and their auto
+// selection, established IDs), telemetry (KIP-714 IDs across
+// connections), broker (the KIP-1313 verdict of each broker, requests it
+// rejects that no rule finds wrong), group (member IDs), inventory
+// (client instances across connections) and stream (what the capture
+// cannot show). The engine keeps what every checker reads of a
+// connection, routes events to the checkers, holds each request's
+// candidate findings until they can be decided and applies the precedence
+// from the rows' attributes; the catalogue is assembled from the
+// checkers' rows in RULES.md order. Adding a rule touches the checker
+// that applies it, and its tests.
+//
+// Findings carry typed evidence, never sentences: expected and seen
+// values (a kind and the raw IDs, strings and addresses), the broker's
+// answer (error codes, or what became of the request), related frames with
+// their roles. Package report says them in words.
+//
+// It is pure: decoded events in, findings out; no I/O, clocks, goroutines
+// or globals beyond immutable tables.
 package rules

@@ -1,14 +1,10 @@
 package rules
 
 import (
-	"fmt"
-	"net/netip"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/kidscope/kidscope/decode"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Options configure the engine. The caps bound what a long run keeps for
@@ -59,173 +55,92 @@ type CloseInfo struct {
 }
 
 // Engine applies the rules of RULES.md to the events of many connections,
-// fed in capture order. It is pure: no I/O, clocks or goroutines.
+// fed in capture order. It is pure: no I/O, clocks or goroutines. The
+// rules are applied by checkers; the engine keeps what every checker
+// reads of a connection, routes the events to them, holds each request's
+// candidate findings until they can be decided, and applies the
+// precedence of RULES.md §1 from the rules' attributes.
 type Engine struct {
 	opt      Options
-	conns    map[int]*connState
+	checkers []checker
+	tele     *telemetryChecker
+	inv      *inventoryChecker
+	brokers  *brokerChecker
+	conns    map[int]*conn
 	findings []Finding
 	out      []Finding // findings completed by the current call
-
-	tele      telemetryState
-	groups    groupState
-	instances map[decode.UUID]*instanceState
-	seq       int64 // requests carrying an instance ID, for eviction order
-	splits    map[splitKey]bool
-	clients   map[clientKey]map[decode.UUID]*idUse // open connections by client
-	brokers   map[netip.AddrPort]*brokerState
-	closed    []Connection
+	closed   []Connection
 	// What the caps left out, and every finding's severity.
-	droppedConns, droppedFindings, droppedInstances int64
-	bySeverity                                      [3]int64
+	droppedConns, droppedFindings int64
+	bySeverity                    [3]int64
 }
 
 // New returns an engine.
 func New(opt Options) *Engine {
-	return &Engine{
-		opt:       opt.withDefaults(),
-		conns:     map[int]*connState{},
-		tele:      newTelemetryState(),
-		groups:    newGroupState(),
-		instances: map[decode.UUID]*instanceState{},
-		splits:    map[splitKey]bool{},
-		clients:   map[clientKey]map[decode.UUID]*idUse{},
-		brokers:   map[netip.AddrPort]*brokerState{},
-	}
+	opt = opt.withDefaults()
+	e := &Engine{opt: opt, conns: map[int]*conn{}, tele: newTelemetryChecker(),
+		inv: newInventoryChecker(opt.MaxInstances), brokers: newBrokerChecker()}
+	// The order in which checkers see each event, and in which the
+	// findings they make at once are listed.
+	e.checkers = []checker{&headerChecker{choice: opt.Profile}, e.tele, newGroupChecker(), e.inv, e.brokers, streamChecker{}}
+	return e
 }
 
-// connState is what the engine keeps of an open connection.
-type connState struct {
-	info      ConnInfo
-	seed      seedJudge
-	accepted  acceptedJudge
-	oldClient oldClientJudge
-	profile   Profile
-	decided   bool
-	// Auto selection: F is the first request carrying a non-zero header
-	// ID; the next flexible-header request after it decides.
-	sawF bool
+// conn is what the engine keeps of an open connection: what every checker
+// may read of it, each checker's part, and the requests waiting for their
+// findings.
+type conn struct {
+	info ConnInfo
 	// firstID is the first non-zero header ID the connection showed,
-	// which identifies the client to the telemetry rules.
+	// which identifies the client to the telemetry, group and inventory
+	// rules.
 	firstID    decode.UUID
 	hasFirstID bool
 	clientID   string
-	// undecided are requests with possible findings, waiting for the
-	// profile or their answer.
-	undecided []*reqRec
-	lastReq   *reqRec    // the last request the broker received, when it has candidates
-	indexed   *clientKey // where indexClient put it
-	gapSide   [2]bool    // a gap not yet reported, per side
-	gaps      int        // gaps on either side, for the connections table
+	checks     []connChecker // one per Engine.checkers
+	// undecided are requests with possible findings, waiting for their
+	// checkers to choose or for their answer.
+	undecided []*request
+	lastReq   *request // the last request the broker received, when it has candidates
+	gaps      int      // gaps on either side, for the connections table
 	afterGap  bool
 	requests  int64
 	responses int64
 	last      decode.Where
 	sawKafka  bool
-	// Requests awaiting their answer, by correlation ID, and the member
-	// ID last used per group. Short lists (a connection has a request or
-	// two in flight, and one group): a map each would cost 100,000
-	// connections more than all their other state.
-	joins     pairs[int32, joinRequest]
-	teleAsked pairs[int32, teleRequest]
-	members   pairs[string, string]
 }
 
-// pairs is a short list of keys and values, searched from end to end. At
-// maxAsked entries it starts anew: requests never answered are let go.
-type pairs[K comparable, V any] []pair[K, V]
-
-type pair[K comparable, V any] struct {
-	k K
-	v V
-}
-
-func (p pairs[K, V]) index(k K) int {
-	return slices.IndexFunc(p, func(e pair[K, V]) bool { return e.k == k })
-}
-
-func (p pairs[K, V]) get(k K) (V, bool) {
-	if i := p.index(k); i >= 0 {
-		return p[i].v, true
+// instanceOf is the client instance ID a request's connection goes by: the
+// request's header ID, else the connection's first one. It links the
+// connections of one client instance.
+func (c *conn) instanceOf(x headerID) (decode.UUID, bool) {
+	if x.carries {
+		return x.id, true
 	}
-	var zero V
-	return zero, false
-}
-
-func (p *pairs[K, V]) set(k K, v V) {
-	if i := p.index(k); i >= 0 {
-		(*p)[i].v = v
-		return
-	}
-	if len(*p) >= maxAsked {
-		*p = nil
-	}
-	*p = append(*p, pair[K, V]{k, v})
-}
-
-// take returns and removes k's value.
-func (p *pairs[K, V]) take(k K) (V, bool) {
-	i := p.index(k)
-	if i < 0 {
-		var zero V
-		return zero, false
-	}
-	v, last := (*p)[i].v, len(*p)-1
-	(*p)[i] = (*p)[last]
-	(*p)[last] = pair[K, V]{}
-	*p = (*p)[:last]
-	if last == 0 {
-		*p = nil // an empty list keeps no memory
-	}
-	return v, true
-}
-
-// maxAsked caps the requests awaiting an answer, and the groups, that a
-// connection's lists keep.
-const maxAsked = 64
-
-// reqRec is one request with the findings it may get.
-type reqRec struct {
-	at       decode.Where
-	h        decode.RequestHeader
-	seed     []cand // header findings under seed
-	accepted []cand // under accepted
-	old      []cand // under the old-client case of auto
-	other    []cand // telemetry findings, profile-independent
-	extra    []cand // group and instance findings, outside precedence
-	afterGap bool
-	answered bool
-	respAt   decode.Where
-	ans      decode.Answer
-	// noResponse: the request gets no response by design (acks = 0).
-	noResponse bool
-}
-
-func (r *reqRec) hasCandidates() bool {
-	return len(r.seed)+len(r.accepted)+len(r.old)+len(r.other)+len(r.extra) > 0
+	return c.firstID, c.hasFirstID
 }
 
 // Open starts a connection.
-func (e *Engine) Open(c ConnInfo) []Finding {
+func (e *Engine) Open(ci ConnInfo) []Finding {
 	e.out = e.out[:0]
-	cs := &connState{info: c, last: c.First}
-	cs.seed.midStream, cs.accepted.midStream, cs.oldClient.midStream = c.MidStream, c.MidStream, c.MidStream
-	switch e.opt.Profile {
-	case ForceSeed:
-		cs.profile, cs.decided = ProfileSeed, true
-	case ForceAccepted:
-		cs.profile, cs.decided = ProfileAccepted, true
+	c := &conn{info: ci, last: ci.First, checks: make([]connChecker, len(e.checkers))}
+	for i, k := range e.checkers {
+		c.checks[i] = k.open(c)
 	}
-	e.conns[c.ID] = cs
-	e.broker(c.Key.Broker).connections++
+	e.conns[ci.ID] = c
 	return e.out
 }
 
 // Gap tells the engine that bytes of a connection's side were lost.
 func (e *Engine) Gap(connID int, side decode.Side, at decode.Where) {
-	if cs := e.conns[connID]; cs != nil {
-		cs.gapSide[side] = true
-		cs.afterGap = true
-		cs.gaps++
+	c := e.conns[connID]
+	if c == nil {
+		return
+	}
+	c.afterGap = true
+	c.gaps++
+	for _, k := range c.checks {
+		k.gap(side)
 	}
 }
 
@@ -233,184 +148,106 @@ func (e *Engine) Gap(connID int, side decode.Side, at decode.Where) {
 // it completed (valid until the next call).
 func (e *Engine) Event(connID int, ev *decode.Event) []Finding {
 	e.out = e.out[:0]
-	cs := e.conns[connID]
-	if cs == nil {
+	c := e.conns[connID]
+	if c == nil {
 		return e.out
 	}
-	cs.last = ev.At
+	c.last = ev.At
 	switch ev.Kind {
 	case decode.EventRequest:
-		cs.sawKafka = true
-		e.request(cs, ev)
+		c.sawKafka = true
+		e.request(c, ev)
 	case decode.EventResponse:
-		cs.sawKafka = true
-		e.response(cs, ev)
-	case decode.EventResync:
-		if cs.gapSide[ev.Side] {
-			cs.gapSide[ev.Side] = false
-			e.emit(cs, Finding{Rule: StreamGap, At: ev.At, Message: fmt.Sprintf(
-				"bytes of the %ss were lost; the Kafka framing was found again %d bytes later", ev.Side, ev.Skipped)})
+		c.sawKafka = true
+		e.response(c, ev)
+	default:
+		for _, k := range c.checks {
+			e.emitAll(c, k.event(c, ev))
 		}
-	case decode.EventNotKafka:
-		e.emit(cs, Finding{Rule: StreamNotKafka, At: ev.At, Seen: ev.Reason,
-			Message: fmt.Sprintf("the bytes on this Kafka port are not Kafka: %s", ev.Reason)})
 	}
 	return e.out
 }
 
-func (e *Engine) request(cs *connState, ev *decode.Event) {
+func (e *Engine) request(c *conn, ev *decode.Event) {
 	h := &ev.Msg.Request
-	cs.requests++
+	c.requests++
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
-		cs.clientID = h.ClientID
+		c.clientID = h.ClientID
 	}
-	x := headerIDOf(h)
-	r := &reqRec{at: ev.At, h: *h, afterGap: cs.afterGap, noResponse: ev.Msg.NoResponse}
-	hv := h.HeaderVersion
-	r.seed = cs.seed.judge(hv, x, ev.At)
-	r.accepted = cs.accepted.judge(hv, x, h, ev.At)
-	r.old = cs.oldClient.judge(hv, x)
-	newFirst := x.carries && !cs.hasFirstID
-	if newFirst {
-		cs.firstID, cs.hasFirstID = x.id, true
+	q := &request{at: ev.At, h: *h, x: headerIDOf(h), afterGap: c.afterGap, noResponse: ev.Msg.NoResponse}
+	if q.x.carries && !c.hasFirstID {
+		c.firstID, c.hasFirstID, q.setsFirstID = q.x.id, true, true
 	}
-	if newFirst || x.carries && x.id != cs.firstID {
-		e.tele.headerSeen(cs, x, ev.At)
+	for i, k := range c.checks {
+		for _, cd := range k.request(c, q, ev) {
+			cd.by = i
+			q.cands = append(q.cands, cd)
+		}
 	}
-	e.decideProfile(cs, hv, x, h)
-	r.other = e.tele.request(cs, ev, x)
-	r.extra = append(r.extra, e.groups.request(cs, ev, x)...)
-	r.extra = append(r.extra, e.instanceSeen(cs, ev, x)...)
-	e.indexClient(cs)
 	// Only a request with possible findings is looked at again as the last
-	// one (brokerVerdict); any other is dropped here, and with it the
-	// memory of each idle connection's last request.
-	cs.lastReq = nil
-	if r.hasCandidates() {
-		cs.lastReq = r
-		cs.undecided = append(cs.undecided, r)
+	// one (a broker that closes on it); any other is dropped here, and with
+	// it the memory of each idle connection's last request.
+	c.lastReq = nil
+	if len(q.cands) > 0 {
+		c.lastReq = q
+		c.undecided = append(c.undecided, q)
 	}
-	e.settle(cs, false)
+	e.settle(c, false)
 }
 
-// decideProfile applies auto selection (RULES.md §2) once the request
-// after F shows what the client does.
-func (e *Engine) decideProfile(cs *connState, hv int, x headerID, h *decode.RequestHeader) {
-	if cs.decided {
-		return
-	}
-	if !cs.sawF {
-		cs.sawF = x.carries
-		return
-	}
-	if hv < 2 {
-		return
-	}
-	cs.decided = true
-	if !x.carries && h.ClientIDNull {
-		cs.profile = ProfileAccepted
-	} else {
-		cs.profile = ProfileSeed
-	}
-}
-
-func (e *Engine) response(cs *connState, ev *decode.Event) {
-	cs.responses++
+func (e *Engine) response(c *conn, ev *decode.Event) {
+	c.responses++
 	m := &ev.Msg
 	if !m.Matched {
 		return
 	}
-	var r *reqRec
-	for _, u := range cs.undecided {
+	var q *request
+	for _, u := range c.undecided {
 		if !u.answered && u.h.CorrelationID == m.Response.CorrelationID {
-			r = u
+			q = u
 			break
 		}
 	}
-	if r != nil {
-		r.answered, r.respAt, r.ans = true, ev.At, m.Answer
+	if q != nil {
+		q.answered, q.respAt, q.ans = true, ev.At, m.Answer
 	}
-	if m.Request.APIKey == decode.KeyApiVersions && m.HasBody && m.HasErrorCode && m.ErrorCode == 0 {
-		e.broker(cs.info.Key.Broker).offersTelemetry(m.Body.APIVersions)
+	answer := about{at: ev.At, h: &m.Request, ans: Answer{State: Answered, Codes: m.Answer.Codes()}}
+	for _, k := range c.checks {
+		for _, cd := range k.response(c, q, ev) {
+			e.emitCand(c, cd, answer, nil)
+		}
 	}
-	for _, c := range e.tele.response(cs, ev) {
-		e.emitCand(cs, c, ev.At, &m.Request, m.Answer, true, nil)
-	}
-	for _, c := range e.groups.response(cs, ev) {
-		e.emitCand(cs, c, ev.At, &m.Request, m.Answer, true, nil)
-	}
-	if enforces, _ := judgeAnswer(m.Answer); r == nil && enforces {
-		// A request with no possible finding, rejected.
-		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
-			related: []Frame{frameOf(m.RequestAt)}}, ev.At, &m.Request, m.Answer, true, nil)
-	}
-	e.settle(cs, false)
+	e.settle(c, false)
 }
-
-// judgeAnswer says whether a broker's answer rejected a request as
-// INVALID_REQUEST or processed it (RULES.md §5): by its top-level ErrorCode
-// where the API and version has one, else by its nested codes (an Apache
-// broker that rejects a request puts the same code in every item). Any
-// other top-level code, an answer with no items, and an answer whose body
-// was not read tell neither.
-func judgeAnswer(a decode.Answer) (rejected, processed bool) {
-	if a.HasErrorCode {
-		return a.ErrorCode == kerr.InvalidRequest.Code, a.ErrorCode == 0
-	}
-	if len(a.Nested) == 0 {
-		return false, false
-	}
-	if slices.Contains(a.Nested, kerr.InvalidRequest.Code) {
-		return len(a.Nested) == 1, false
-	}
-	return false, true
-}
-
-// ClosedByBroker is the broker answer of a request after which the broker
-// closed the connection without answering.
-const ClosedByBroker = "connection closed by the broker"
 
 // Close ends a connection: what still waits is judged with what the
 // capture holds.
 func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	e.out = e.out[:0]
-	cs := e.conns[connID]
-	if cs == nil {
+	c := e.conns[connID]
+	if c == nil {
 		return e.out
 	}
 	if ci.ClientID != "" {
-		cs.clientID = ci.ClientID
-	}
-	// An old client (auto, no non-zero header ID ever) is shown as accepted
-	// once its first header-v3 request was judged; an undetermined
-	// connection shows no profile.
-	// (An undecided connection's profile is still ProfileNone.)
-	if !cs.decided && e.opt.Profile == ProfileAuto && !cs.sawF && cs.oldClient.done {
-		cs.profile = ProfileAccepted
+		c.clientID = ci.ClientID
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
-	if ci.ByBroker && cs.lastReq != nil && !cs.lastReq.answered {
-		cs.lastReq.respAt = ci.At
+	if ci.ByBroker && c.lastReq != nil && !c.lastReq.answered {
+		c.lastReq.respAt = ci.At
+		c.lastReq.closedByBroker = ci.At.Frame != 0
 	}
-	e.settle(cs, true)
-	for s, gap := range cs.gapSide {
-		if gap {
-			e.emit(cs, Finding{Rule: StreamGap, At: cs.last, Message: fmt.Sprintf("bytes of the %ss were lost and the framing was not found again", decode.Side(s))})
-		}
+	e.settle(c, true)
+	for _, k := range c.checks {
+		e.emitAll(c, k.close(c, ci))
 	}
-	if cs.info.MidStream && cs.sawKafka {
-		e.emit(cs, Finding{Rule: StreamMidStart, At: cs.info.First,
-			Message: "the connection began before the capture: first-request rules were not applied to it"})
+	row := Connection{ID: c.info.ID, Key: c.info.Key, ClientID: c.clientID, HasClient: c.clientID != "",
+		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream,
+		NewClient: c.hasFirstID, Requests: c.requests, Responses: c.responses, Unanswered: ci.Counters.Unanswered, Gaps: c.gaps,
+		NotKafka: ci.NotKafka, First: c.info.First, Last: c.last}
+	for _, k := range c.checks {
+		k.describe(&row)
 	}
-	if n := ci.Counters.Unanswered; n > 0 {
-		e.emit(cs, Finding{Rule: StreamUnanswered, At: cs.last, Count: n,
-			Message: plural(n, "request has", "requests have") + " no response in the capture"})
-	}
-	conn := Connection{ID: cs.info.ID, Key: cs.info.Key, ClientID: cs.clientID, HasClient: cs.clientID != "",
-		InstanceID: cs.firstID, HasInstanceID: cs.hasFirstID, Profile: cs.profile, MidStream: cs.info.MidStream,
-		NewClient: cs.hasFirstID, Requests: cs.requests, Responses: cs.responses, Unanswered: ci.Counters.Unanswered, Gaps: cs.gaps,
-		NotKafka: ci.NotKafka, First: cs.info.First, Last: cs.last}
 	if len(e.closed) >= e.opt.MaxConnections {
 		// Keep the most recent: drop the oldest half at once, so that the
 		// copy is paid rarely.
@@ -418,158 +255,163 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 		e.closed = e.closed[:copy(e.closed, e.closed[drop:])]
 		e.droppedConns += int64(drop)
 	}
-	e.closed = append(e.closed, conn)
-	e.unindexClient(cs)
-	e.tele.forget(connID)
-	e.groups.forget(connID)
+	e.closed = append(e.closed, row)
 	delete(e.conns, connID)
 	return e.out
 }
 
-// settle finalises the requests whose findings can now be decided: the
-// profile is known (or the connection closed) and the answer is in (or the
-// connection closed).
-func (e *Engine) settle(cs *connState, closing bool) {
-	keep := cs.undecided[:0]
-	for i, r := range cs.undecided {
-		// A request with no header finding under any profile does not wait
-		// for the profile; over the cap, the oldest are judged as they are.
-		profileKnown := cs.decided || closing || len(r.seed)+len(r.accepted)+len(r.old) == 0
-		over := len(cs.undecided)-i > maxUndecided
-		if over || profileKnown && (r.answered || closing) {
-			e.finalize(cs, r, closing)
+// settle finalises the requests whose findings can now be decided: their
+// checkers can choose (or the connection closed) and the answer is in (or
+// the connection closed).
+func (e *Engine) settle(c *conn, closing bool) {
+	keep := c.undecided[:0]
+	for i, q := range c.undecided {
+		// Over the cap, the oldest are judged as they are.
+		over := len(c.undecided)-i > maxUndecided
+		if over || (closing || e.ready(c, q)) && (q.answered || closing) {
+			e.finalize(c, q)
 			continue
 		}
-		keep = append(keep, r)
+		keep = append(keep, q)
 	}
-	cs.undecided = keep
+	clear(c.undecided[len(keep):])
+	c.undecided = keep
+}
+
+// ready reports whether every checker with candidates for q can choose
+// among them.
+func (e *Engine) ready(c *conn, q *request) bool {
+	for _, cd := range q.cands {
+		if !c.checks[cd.by].ready() {
+			return false
+		}
+	}
+	return true
 }
 
 // maxUndecided caps the requests a connection keeps waiting for their
 // profile or answer.
 const maxUndecided = 1024
 
-// finalize picks a request's finding by precedence and records the
-// broker's answer to it.
-func (e *Engine) finalize(cs *connState, r *reqRec, closing bool) {
-	var header []cand
-	switch {
-	case cs.decided && cs.profile == ProfileSeed:
-		header = r.seed
-	case cs.decided && cs.profile == ProfileAccepted:
-		header = r.accepted
-	case !cs.sawF && e.opt.Profile == ProfileAuto:
-		header = r.old // an old client
-	default:
-		// Undetermined: only a reserved ID can be judged.
-		for _, c := range append(append([]cand(nil), r.seed...), r.accepted...) {
-			if c.rule == HeaderIDReserved && c.seen == "ONE" {
-				header = []cand{c}
-				break
+// finalize makes a request's findings: each checker chooses among its
+// candidates; of those of rules with a precedence the first in RULES.md
+// §1's order is reported, naming the others; those of rules without one
+// are each reported. Then the checkers see the outcome.
+func (e *Engine) finalize(c *conn, q *request) {
+	var ranked, each []cand
+	for i, k := range c.checks {
+		var own []cand
+		for _, cd := range q.cands {
+			if cd.by == i {
+				own = append(own, cd)
+			}
+		}
+		if len(own) == 0 {
+			continue
+		}
+		for _, cd := range k.choose(own) {
+			if precedenceOf(cd.rule) > 0 {
+				ranked = append(ranked, cd)
+			} else {
+				each = append(each, cd)
 			}
 		}
 	}
-	all := append(append([]cand(nil), header...), r.other...)
 	var pick *cand
-	var also []string
-	for _, id := range precedence {
-		for i := range all {
-			if all[i].rule != id {
-				continue
-			}
-			if pick == nil {
-				pick = &all[i]
-			} else if !contains(also, id) && id != pick.rule {
-				also = append(also, id)
-			}
+	for i := range ranked {
+		if pick == nil || precedenceOf(ranked[i].rule) < precedenceOf(pick.rule) {
+			pick = &ranked[i]
 		}
 	}
-	found := false
+	req := about{at: q.at, h: &q.h, ans: answerOf(q), q: q}
 	if pick != nil {
-		found = true
-		e.emitCand(cs, *pick, r.at, &r.h, r.ans, r.answered, r, also...)
-		if s := severityOf(pick.rule); s == Error && (strings.HasPrefix(pick.rule, "header-") || pick.rule == TelemetryBodyMismatch) {
-			e.brokerVerdict(cs, r)
+		e.emitCand(c, *pick, req, alsoOf(ranked, pick.rule))
+	}
+	for _, cd := range each {
+		e.emitCand(c, cd, req, nil)
+	}
+	found := pick != nil || len(each) > 0
+	for _, k := range c.checks {
+		for _, cd := range k.settled(q, pick, found) {
+			a := req
+			if cd.atAnswer {
+				a.at = q.respAt
+			}
+			e.emitCand(c, cd, a, nil)
 		}
-	}
-	for _, c := range r.extra {
-		found = true
-		e.emitCand(cs, c, r.at, &r.h, r.ans, r.answered, r)
-	}
-	if rejected, _ := judgeAnswer(r.ans); !found && r.answered && rejected {
-		e.emitCand(cs, cand{rule: BrokerRejectedValid, expected: "the request accepted", seen: "INVALID_REQUEST",
-			related: []Frame{frameOf(r.at)}}, r.respAt, &r.h, r.ans, true, nil)
 	}
 }
 
-// brokerVerdict records what the broker did with a request an error rule
-// found wrong (RULES.md §5).
-func (e *Engine) brokerVerdict(cs *connState, r *reqRec) {
-	b := e.broker(cs.info.Key.Broker)
-	rejected, processed := judgeAnswer(r.ans)
+func precedenceOf(id string) int {
+	r, _ := Lookup(id)
+	return r.Precedence
+}
+
+// alsoOf names the rules of ranked other than picked, once each, in
+// precedence order.
+func alsoOf(ranked []cand, picked string) []string {
+	var also []string
+	for _, cd := range ranked {
+		if cd.rule != picked && !slices.Contains(also, cd.rule) {
+			also = append(also, cd.rule)
+		}
+	}
+	sort.SliceStable(also, func(i, j int) bool { return precedenceOf(also[i]) < precedenceOf(also[j]) })
+	return also
+}
+
+// answerOf is what became of a request.
+func answerOf(q *request) Answer {
 	switch {
-	case r.noResponse:
-		// No answer by design: neither a rejection nor evidence.
-	case r.answered && rejected:
-		b.enforce = append(b.enforce, frameOf(r.respAt))
-	case r.answered && processed:
-		b.ignore = append(b.ignore, frameOf(r.respAt))
-	case !r.answered && r == cs.lastReq && r.respAt.Frame != 0:
-		b.enforce = append(b.enforce, frameOf(r.respAt)) // closed without an answer
+	case q.ans.Known():
+		return Answer{State: Answered, Codes: q.ans.Codes()}
+	case q.noResponse:
+		return Answer{State: NoResponseByDesign}
+	case !q.answered && q.closedByBroker:
+		return Answer{State: ClosedByBroker}
+	case !q.answered:
+		return Answer{State: NoResponse}
 	}
+	return Answer{State: Answered}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// about is what a finding about a request points at: the frame, the
+// request's header and what became of it, and the request's record when it
+// waited for its findings.
+type about struct {
+	at  decode.Where
+	h   *decode.RequestHeader
+	ans Answer
+	q   *request
+}
+
+// emitCand turns a candidate into a finding about a request. also names
+// the other §3/§4 rules that applied to the same request.
+func (e *Engine) emitCand(c *conn, cd cand, a about, also []string) {
+	h := a.h
+	f := Finding{Rule: cd.rule, At: a.at, Related: cd.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
+		CorrelationID: h.CorrelationID, Expected: cd.expected, Seen: cd.seen, Answer: a.ans, Also: also}
+	if q := a.q; q != nil {
+		f.AfterGap = q.afterGap
+		if q.answered && q.respAt != a.at {
+			f.Related = append(slices.Clone(f.Related), related(q.respAt, RoleAnswer))
 		}
 	}
-	return false
+	e.emit(c, f)
 }
 
-// emitCand turns a candidate into a finding at frame at, about the request
-// with header h.
-// also names the other §3/§4 rules that applied to the same request.
-func (e *Engine) emitCand(cs *connState, c cand, at decode.Where, h *decode.RequestHeader, ans decode.Answer, answered bool, r *reqRec, also ...string) {
-	f := Finding{Rule: c.rule, At: at, Related: c.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
-		CorrelationID: h.CorrelationID, Expected: c.expected, Seen: c.seen, Also: also}
-	switch {
-	case ans.Known():
-		f.BrokerAnswer = answerText(ans)
-	case r != nil && r.noResponse:
-		f.BrokerAnswer = NoResponseByDesign
-	case !answered && r != nil && r.respAt.Frame != 0:
-		f.BrokerAnswer = ClosedByBroker
-	case !answered:
-		f.BrokerAnswer = NoResponse
+// emitAll makes findings about the connection, not about one request.
+func (e *Engine) emitAll(c *conn, cands []cand) {
+	for _, cd := range cands {
+		e.emit(c, Finding{Rule: cd.rule, At: cd.at, Expected: cd.expected, Seen: cd.seen, Stream: cd.stream, Count: cd.count})
 	}
-	if r != nil {
-		f.AfterGap = r.afterGap
-		if r.answered && r.respAt != at {
-			f.Related = append(append([]Frame(nil), f.Related...), frameOf(r.respAt))
-		}
-	}
-	e.emit(cs, f)
-}
-
-// answerText names the codes of an answer: the top-level one, or the
-// distinct nested ones.
-func answerText(a decode.Answer) string {
-	var names []string
-	for _, c := range a.Codes() {
-		names = append(names, decode.ErrorName(c))
-	}
-	return strings.Join(names, ", ")
 }
 
 // emit completes a finding with the connection and the catalogue.
-func (e *Engine) emit(cs *connState, f Finding) {
-	f.Severity = severityOf(f.Rule)
-	f.Conn, f.ConnID = cs.info.Key, cs.info.ID
-	if f.Message == "" {
-		f.Message = message(&f)
-	}
+func (e *Engine) emit(c *conn, f Finding) {
+	r, _ := Lookup(f.Rule)
+	f.Severity = r.Severity
+	f.Conn, f.ConnID = c.info.Key, c.info.ID
 	e.bySeverity[f.Severity]++
 	if len(e.findings) < e.opt.MaxFindings {
 		e.findings = append(e.findings, f)
@@ -577,25 +419,6 @@ func (e *Engine) emit(cs *connState, f Finding) {
 		e.droppedFindings++
 	}
 	e.out = append(e.out, f)
-}
-
-// message is a finding's one sentence.
-func message(f *Finding) string {
-	r, _ := Lookup(f.Rule)
-	s := r.Summary
-	if f.HasAPI {
-		s = fmt.Sprintf("%s v%d (correlation %d): %s", decode.APIName(f.APIKey), f.APIVersion, f.CorrelationID, s)
-	}
-	if f.Rule == TelemetryPushUnknownID {
-		s += " (the capture may have started after it)"
-	}
-	if f.AfterGap {
-		s += "; bytes of this connection were lost before it"
-	}
-	if len(f.Also) > 0 {
-		s += "; also: " + strings.Join(f.Also, ", ")
-	}
-	return s
 }
 
 // Result returns everything found, once every connection is closed.
@@ -609,18 +432,10 @@ func (e *Engine) Result() Result {
 		return a.Frame < b.Frame
 	})
 	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
-	res.Instances = e.instanceList()
-	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.droppedInstances}
+	res.Instances = e.inv.list(e.tele.telemetryIDOf)
+	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.inv.dropped}
 	res.FindingsBySeverity = e.bySeverity
-	res.Brokers = e.brokerList()
-	res.Matrix = e.matrix(res.Connections, res.Brokers)
+	res.Brokers = e.brokers.list()
+	res.Matrix = matrix(res.Connections, res.Brokers)
 	return res
-}
-
-// plural writes a count with the singular or plural words.
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

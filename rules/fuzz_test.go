@@ -2,6 +2,7 @@ package rules
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/kidscope/kidscope/decode"
@@ -64,12 +65,21 @@ func FuzzEngine(f *testing.F) {
 			if len(e.conns) > 4 {
 				t.Fatalf("%d connections tracked, at most 4 open", len(e.conns))
 			}
-			for _, cs := range e.conns {
-				if len(cs.undecided) > maxUndecided {
-					t.Fatalf("%d requests undecided", len(cs.undecided))
+			for _, c := range e.conns {
+				if len(c.undecided) > maxUndecided {
+					t.Fatalf("%d requests undecided", len(c.undecided))
 				}
-				if len(cs.teleAsked) > maxAsked || len(cs.joins) > maxAsked || len(cs.members) > maxAsked {
-					t.Fatalf("telemetry or group state grows: %d %d %d", len(cs.teleAsked), len(cs.joins), len(cs.members))
+				for _, k := range c.checks {
+					switch k := k.(type) {
+					case *teleConn:
+						if len(k.asked) > maxAsked {
+							t.Fatalf("telemetry requests awaiting an answer grow: %d", len(k.asked))
+						}
+					case *groupConn:
+						if len(k.joins) > maxAsked || len(k.members) > maxAsked {
+							t.Fatalf("group state grows: %d joins, %d members", len(k.joins), len(k.members))
+						}
+					}
 				}
 			}
 		}
@@ -78,15 +88,15 @@ func FuzzEngine(f *testing.F) {
 		}
 		res := e.Result()
 		for _, f := range res.Findings {
-			if f.Rule == "" || f.Message == "" {
-				t.Fatalf("finding without rule or message: %+v", f)
+			if f.Rule == "" || f.HasAPI == (f.Stream.Kind != AboutRequest) {
+				t.Fatalf("finding without a rule, or neither about a request nor about the stream: %+v", f)
 			}
 			if _, ok := Lookup(f.Rule); !ok {
 				t.Fatalf("finding of an unknown rule %q", f.Rule)
 			}
 		}
-		if len(e.conns) != 0 || len(e.groups.connRequired) != 0 {
-			t.Fatalf("state left after every connection closed: %d connections, %d with required member IDs", len(e.conns), len(e.groups.connRequired))
+		if n := connRequired(e); len(e.conns) != 0 || n != 0 {
+			t.Fatalf("state left after every connection closed: %d connections, %d required member IDs of a connection", len(e.conns), n)
 		}
 	})
 }
@@ -97,4 +107,24 @@ func fuzzAnswer(code int16, arg byte) decode.Answer {
 		return decode.Answer{NestedRead: true, Nested: []int16{code}}
 	}
 	return decode.Answer{ErrorCode: code, HasErrorCode: true, NestedRead: true}
+}
+
+// connRequired counts the member IDs the group checker keeps for a
+// connection (not for a client instance, which outlives its connections).
+func connRequired(e *Engine) int {
+	var g *groupChecker
+	for _, k := range e.checkers {
+		if gk, ok := k.(*groupChecker); ok {
+			g = gk
+		}
+	}
+	n := 0
+	for _, m := range []map[string]assigned{g.required.cur, g.required.prev} {
+		for k := range m {
+			if strings.HasPrefix(k, "c:") {
+				n++
+			}
+		}
+	}
+	return n
 }

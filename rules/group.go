@@ -1,23 +1,44 @@
 package rules
 
 import (
-	"strconv"
-
 	"github.com/kidscope/kidscope/decode"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// groupState is what the group membership rules (RULES.md §6) remember.
-type groupState struct {
+// The group membership rules (RULES.md §6).
+const (
+	JoinMemberIDNotUsed            = "join-member-id-not-used"
+	JoinMemberIDRequiredOldVersion = "join-member-id-required-old-version"
+	HeartbeatMemberIDEmpty         = "heartbeat-member-id-empty"
+	HeartbeatMemberIDChanged       = "heartbeat-member-id-changed"
+)
+
+var groupRules = []Rule{
+	{ID: JoinMemberIDNotUsed, Severity: Error, Section: "6", Place: 1,
+		Summary: "after MEMBER_ID_REQUIRED with member ID M, the next JoinGroup for the group carries another ID",
+		Detail:  "KIP-394: a JoinGroup v4+ with an empty member ID is answered MEMBER_ID_REQUIRED (79) with the assigned member ID M; the client must rejoin with M (same connection, or the same client instance on another).",
+		Example: "grp-join-rejoin-wrong"},
+	{ID: JoinMemberIDRequiredOldVersion, Severity: Warning, Section: "6", Place: 2,
+		Summary: "MEMBER_ID_REQUIRED sent in answer to JoinGroup v0–v3",
+		Detail:  "Clients before JoinGroup v4 do not know MEMBER_ID_REQUIRED.",
+		Example: "grp-join-old-version"},
+	{ID: HeartbeatMemberIDEmpty, Severity: Error, Section: "6", Place: 3,
+		Summary: "ConsumerGroupHeartbeat v1+ with an empty MemberId",
+		Detail:  "KIP-1082: from ConsumerGroupHeartbeat v1 the client generates its member ID and keeps it for its lifetime; an empty one is INVALID_REQUEST.",
+		Example: "grp-cgh-empty-member"},
+	{ID: HeartbeatMemberIDChanged, Severity: Warning, Section: "6", Place: 4,
+		Summary: "the member ID changes on a connection and group without leaving first",
+		Detail:  "A member keeps its ID until it leaves the group (MemberEpoch -1).",
+		Example: "grp-cgh-member-changed"},
+}
+
+// groupChecker applies the group membership rules. Across connections it
+// remembers the member IDs MEMBER_ID_REQUIRED answers assigned, by client
+// instance and group.
+type groupChecker struct {
 	// required maps (client instance, group) to the member ID a
 	// MEMBER_ID_REQUIRED answer assigned, and where.
 	required bounded[string, assigned]
-	// connRequired lists each open connection's keys in required. (The
-	// member IDs and JoinGroup requests of a connection are kept in its
-	// connState, and go with it: looking for them among every
-	// connection's at each close cost as much as the rest of a run with
-	// 100,000 connections.)
-	connRequired map[int][]string
 }
 
 type assigned struct {
@@ -31,13 +52,35 @@ type joinRequest struct {
 	header  headerID
 }
 
-func newGroupState() groupState {
-	return groupState{required: newBounded[string, assigned](), connRequired: map[int][]string{}}
+func newGroupChecker() *groupChecker {
+	return &groupChecker{required: newBounded[string, assigned]()}
+}
+
+func (*groupChecker) rules() []Rule { return groupRules }
+
+func (g *groupChecker) open(*conn) connChecker { return &groupConn{g: g} }
+
+// groupConn is the group rules' part of one connection. Its lists are
+// short (a connection has a request or two in flight, and one group): a
+// map each would cost 100,000 connections more than all their other
+// state.
+type groupConn struct {
+	passive
+	g *groupChecker
+	// joins are the JoinGroup requests awaiting their answer, members the
+	// member ID last used per group, required this connection's keys in
+	// the checker's required (looking for them among every connection's
+	// at each close cost as much as the rest of a run with 100,000
+	// connections).
+	joins    pairs[int32, joinRequest]
+	members  pairs[string, string]
+	required []string
 }
 
 func groupKey(client, group string) string { return client + "\x00" + group }
 
-func (g *groupState) request(cs *connState, ev *decode.Event, x headerID) []cand {
+func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
+	g, x := gc.g, q.x
 	m := &ev.Msg
 	h := &m.Request
 	if !m.HasBody {
@@ -45,9 +88,9 @@ func (g *groupState) request(cs *connState, ev *decode.Event, x headerID) []cand
 	}
 	switch h.APIKey {
 	case decode.KeyJoinGroup:
-		cs.joins.set(h.CorrelationID, joinRequest{group: m.Body.GroupID, version: h.APIVersion, header: x})
-		keys := []string{groupKey(connKey(cs.info.ID), m.Body.GroupID)}
-		if id, ok := linkID(cs, x); ok {
+		gc.joins.set(h.CorrelationID, joinRequest{group: m.Body.GroupID, version: h.APIVersion, header: x})
+		keys := []string{groupKey(connKey(c.info.ID), m.Body.GroupID)}
+		if id, ok := c.instanceOf(x); ok {
 			keys = append(keys, groupKey(headerKey(id), m.Body.GroupID))
 		}
 		for _, k := range keys {
@@ -60,67 +103,61 @@ func (g *groupState) request(cs *connState, ev *decode.Event, x headerID) []cand
 				g.required.delete(k)
 			}
 			if m.Body.MemberID != a.member {
-				return []cand{{rule: JoinMemberIDNotUsed, expected: "member ID " + quote(a.member), seen: "member ID " + quote(m.Body.MemberID),
-					related: []Frame{a.at}}}
+				return []cand{{rule: JoinMemberIDNotUsed, expected: Value{Kind: ValueMemberID, Text: a.member},
+					seen: Value{Kind: ValueMemberID, Text: m.Body.MemberID}, related: []Related{{a.at, RoleAssigned}}}}
 			}
 			return nil
 		}
 	case decode.KeyConsumerGroupHeartbeat:
 		var out []cand
 		if h.APIVersion >= 1 && m.Body.MemberID == "" {
-			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: "a client-generated member ID", seen: "an empty member ID"})
+			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID}})
 		}
-		last, _ := cs.members.get(m.Body.GroupID)
+		last, _ := gc.members.get(m.Body.GroupID)
 		if m.Body.MemberID != "" && last != "" && m.Body.MemberID != last {
-			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: "member ID " + quote(last), seen: "member ID " + quote(m.Body.MemberID)})
+			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: Value{Kind: ValueMemberID, Text: last},
+				seen: Value{Kind: ValueMemberID, Text: m.Body.MemberID}})
 		}
 		switch {
 		case m.Body.MemberEpoch < 0:
-			cs.members.take(m.Body.GroupID) // leaving: a new member ID may follow
+			gc.members.take(m.Body.GroupID) // leaving: a new member ID may follow
 		case m.Body.MemberID != "":
-			cs.members.set(m.Body.GroupID, m.Body.MemberID)
+			gc.members.set(m.Body.GroupID, m.Body.MemberID)
 		}
 		return out
 	}
 	return nil
 }
 
-// linkID is the header instance ID that links a connection to others of
-// the same client instance.
-func linkID(cs *connState, x headerID) (decode.UUID, bool) {
-	if x.carries {
-		return x.id, true
-	}
-	return cs.firstID, cs.hasFirstID
-}
-
-func (g *groupState) response(cs *connState, ev *decode.Event) []cand {
+func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {
+	g := gc.g
 	m := &ev.Msg
-	switch m.Request.APIKey {
-	case decode.KeyJoinGroup:
-		req, ok := cs.joins.take(m.Request.CorrelationID)
-		if !ok || !m.HasErrorCode || m.ErrorCode != kerr.MemberIDRequired.Code {
-			return nil
-		}
-		a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}
-		ck := groupKey(connKey(cs.info.ID), req.group)
-		g.required.set(ck, a)
-		g.connRequired[cs.info.ID] = append(g.connRequired[cs.info.ID], ck)
-		if id, ok := linkID(cs, req.header); ok {
-			g.required.set(groupKey(headerKey(id), req.group), a)
-		}
-		if req.version <= 3 {
-			return []cand{{rule: JoinMemberIDRequiredOldVersion, expected: "JoinGroup v4+ for MEMBER_ID_REQUIRED",
-				seen: "JoinGroup v" + strconv.Itoa(int(req.version))}}
-		}
+	if m.Request.APIKey != decode.KeyJoinGroup {
+		return nil
+	}
+	req, ok := gc.joins.take(m.Request.CorrelationID)
+	if !ok || !m.HasErrorCode || m.ErrorCode != kerr.MemberIDRequired.Code {
+		return nil
+	}
+	a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}
+	ck := groupKey(connKey(c.info.ID), req.group)
+	g.required.set(ck, a)
+	gc.required = append(gc.required, ck)
+	if id, ok := c.instanceOf(req.header); ok {
+		g.required.set(groupKey(headerKey(id), req.group), a)
+	}
+	if req.version <= 3 {
+		return []cand{{rule: JoinMemberIDRequiredOldVersion, expected: Value{Kind: ValueJoinGroupV4},
+			seen: Value{Kind: ValueJoinGroupVersion, Version: req.version}}}
 	}
 	return nil
 }
 
-// forget drops what was kept for a closed connection.
-func (g *groupState) forget(conn int) {
-	for _, k := range g.connRequired[conn] {
-		g.required.delete(k)
+// close drops what was kept for the connection across connections.
+func (gc *groupConn) close(*conn, CloseInfo) []cand {
+	for _, k := range gc.required {
+		gc.g.required.delete(k)
 	}
-	delete(g.connRequired, conn)
+	gc.required = nil
+	return nil
 }

@@ -4,41 +4,167 @@ import (
 	"github.com/kidscope/kidscope/decode"
 )
 
-// cand is a finding a rule would make, before precedence picks one.
-type cand struct {
-	rule     string
-	expected string
-	seen     string
-	related  []Frame
+// The header rules (RULES.md §3).
+const (
+	HeaderIDChanged        = "header-id-changed"
+	HeaderIDDropped        = "header-id-dropped"
+	HeaderIDLate           = "header-id-late"
+	HeaderIDMissingFirst   = "header-id-missing-first"
+	HeaderIDReserved       = "header-id-reserved"
+	HeaderClientIDRepeated = "header-client-id-repeated"
+	HeaderIDRepeated       = "header-id-repeated"
+)
+
+var headerRules = []Rule{
+	{ID: HeaderIDChanged, Severity: Error, Section: "3", Place: 1, Profile: "both", Precedence: 3, Verdict: true,
+		Summary: "a later request carries a non-zero instance ID different from the connection's established one",
+		Detail:  "Every request of a connection that carries a header client instance ID (tag 0) must carry the ID the connection established with its first ID-relevant request (seed: the first flexible-header request; accepted: the first header-v3 request; mid-stream: the first non-zero ID seen). Evidence: the establishing frame, the offending frame, both IDs, the broker's answer.",
+		Example: "hdr-seed-changed"},
+	{ID: HeaderIDDropped, Severity: Error, Section: "3", Place: 2, Profile: "seed", Precedence: 4, Verdict: true,
+		Summary: "the first flexible-header request carried ID X; a later one carries none (or ZERO)",
+		Detail:  "Under the seed profile a connection whose first flexible-header request carried an ID must carry it on every later flexible-header request; header-v1 requests are exempt. An explicit ZERO counts as absent.",
+		Example: "hdr-seed-dropped"},
+	{ID: HeaderIDLate, Severity: Error, Section: "3", Place: 3, Profile: "seed", Precedence: 5, Verdict: true,
+		Summary: "the first flexible-header request carried no ID; a later one carries an ID",
+		Detail:  "Under the seed profile a connection whose first flexible-header request carried no ID must never carry one. Never fires on a connection whose start the capture missed.",
+		Example: "hdr-seed-late"},
+	{ID: HeaderIDMissingFirst, Severity: Error, Section: "3", Place: 4, Profile: "accepted", Precedence: 2, Verdict: true,
+		Summary: "the first header-v3 request of the connection carries no ID",
+		Detail:  "Under the accepted profile the first request that uses request header v3 must carry a non-reserved client instance ID. Never fires on a connection whose start the capture missed.",
+		Example: "hdr-acc-missing-first"},
+	{ID: HeaderIDReserved, Severity: Error, Section: "3", Place: 5, Profile: "both", Precedence: 1, Verdict: true,
+		Summary: "a header carries ONE, or (accepted) an explicit ZERO tag",
+		Detail:  "ZERO (all zero) and ONE (…01) are reserved UUIDs. A header instance ID of ONE is always wrong; under the accepted profile an explicit ZERO tag is rejected too (under seed it means absent).",
+		Example: "hdr-acc-reserved-zero"},
+	{ID: HeaderClientIDRepeated, Severity: Warning, Section: "3", Place: 6, Profile: "accepted", Precedence: 12,
+		Summary: "a later header-v3 request carries a non-null ClientId",
+		Detail:  "Under the accepted profile later header-v3 requests send a null ClientId; the KIP text moved between \"ignored\" and \"rejected\", hence a warning.",
+		Example: "hdr-acc-client-id-repeated"},
+	{ID: HeaderIDRepeated, Severity: Info, Section: "3", Place: 7, Profile: "accepted", Precedence: 13,
+		Summary: "a later header-v3 request repeats the same ID",
+		Detail:  "Under the accepted profile later header-v3 requests omit the ID; repeating it is allowed or not depending on an unsettled upstream discussion.",
+		Example: "hdr-acc-id-repeated"},
 }
 
-// idText is how expected and seen IDs read in findings.
-func idText(id decode.UUID, present bool) string {
-	switch {
-	case !present:
-		return "no ID"
-	case id.IsZero():
-		return "ZERO"
-	case id.IsOne():
-		return "ONE"
+// headerChecker applies the header rules under the profiles of RULES.md
+// §2: a forced one, or each connection's own (auto).
+type headerChecker struct {
+	choice ProfileChoice
+}
+
+func (*headerChecker) rules() []Rule { return headerRules }
+
+func (h *headerChecker) open(c *conn) connChecker {
+	hc := &headerConn{choice: h.choice}
+	hc.seed.midStream, hc.accepted.midStream, hc.oldClient.midStream = c.info.MidStream, c.info.MidStream, c.info.MidStream
+	switch h.choice {
+	case ForceSeed:
+		hc.profile, hc.decided = ProfileSeed, true
+	case ForceAccepted:
+		hc.profile, hc.decided = ProfileAccepted, true
 	}
-	return id.String()
+	return hc
 }
 
-// headerID is what a request header says of the instance ID.
-type headerID struct {
-	tag     bool        // tag 0 present (size 16)
-	id      decode.UUID // its value
-	carries bool        // a non-zero value (ONE counts)
+// The ways headerConn judges a request until the profile is known.
+const (
+	judgeSeed uint8 = iota
+	judgeAccepted
+	judgeOldClient
+)
+
+// headerConn judges each request of a connection under every profile, and
+// chooses once the traffic shows which one the client follows.
+type headerConn struct {
+	passive
+	choice    ProfileChoice
+	seed      seedJudge
+	accepted  acceptedJudge
+	oldClient oldClientJudge
+	profile   Profile
+	decided   bool
+	// Auto selection: F is the first request carrying a non-zero header
+	// ID; the next flexible-header request after it decides.
+	sawF bool
 }
 
-func headerIDOf(h *decode.RequestHeader) headerID {
-	return headerID{tag: h.HasInstanceID, id: h.InstanceID, carries: h.HasInstanceID && !h.InstanceID.IsZero()}
+func (hc *headerConn) request(_ *conn, q *request, _ *decode.Event) []cand {
+	hv, x, h := q.h.HeaderVersion, q.x, &q.h
+	out := judged(nil, hc.seed.judge(hv, x, q.at), judgeSeed)
+	out = judged(out, hc.accepted.judge(hv, x, h, q.at), judgeAccepted)
+	out = judged(out, hc.oldClient.judge(hv, x), judgeOldClient)
+	hc.decideProfile(hv, x, h)
+	return out
 }
 
-func (x headerID) text() string { return idText(x.id, x.tag) }
+func judged(out, cs []cand, judge uint8) []cand {
+	for _, c := range cs {
+		c.judge = judge
+		out = append(out, c)
+	}
+	return out
+}
 
-func frameOf(w decode.Where) Frame { return Frame{File: w.File, Frame: w.Frame} }
+// decideProfile applies auto selection (RULES.md §2) once the request
+// after F shows what the client does.
+func (hc *headerConn) decideProfile(hv int, x headerID, h *decode.RequestHeader) {
+	if hc.decided {
+		return
+	}
+	if !hc.sawF {
+		hc.sawF = x.carries
+		return
+	}
+	if hv < 2 {
+		return
+	}
+	hc.decided = true
+	if !x.carries && h.ClientIDNull {
+		hc.profile = ProfileAccepted
+	} else {
+		hc.profile = ProfileSeed
+	}
+}
+
+func (hc *headerConn) ready() bool { return hc.decided }
+
+// choose keeps the findings of the profile the connection is judged by.
+func (hc *headerConn) choose(cands []cand) []cand {
+	var judge uint8
+	switch {
+	case hc.decided && hc.profile == ProfileSeed:
+		judge = judgeSeed
+	case hc.decided && hc.profile == ProfileAccepted:
+		judge = judgeAccepted
+	case !hc.sawF && hc.choice == ProfileAuto:
+		judge = judgeOldClient
+	default:
+		// Undetermined: only a reserved ID can be judged.
+		for _, c := range cands {
+			if c.rule == HeaderIDReserved && c.seen.ID.IsOne() && c.judge != judgeOldClient {
+				return []cand{c}
+			}
+		}
+		return nil
+	}
+	var out []cand
+	for _, c := range cands {
+		if c.judge == judge {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// describe shows the profile the connection was judged by. An old client
+// (auto, no non-zero header ID ever) is shown as accepted once its first
+// header-v3 request was judged; an undetermined connection shows none.
+func (hc *headerConn) describe(row *Connection) {
+	row.Profile = hc.profile
+	if !hc.decided && hc.choice == ProfileAuto && !hc.sawF && hc.oldClient.done {
+		row.Profile = ProfileAccepted
+	}
+}
 
 // seedJudge applies the seed profile's header rules (RULES.md §2–3):
 // every flexible-header request must repeat what the first one did.
@@ -58,7 +184,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 	}
 	var out []cand
 	if x.tag && x.id.IsOne() {
-		out = append(out, cand{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: "ONE"})
+		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: x.id}})
 	}
 	if !j.started {
 		j.started, j.firstAt = true, frameOf(at)
@@ -70,38 +196,37 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 	}
 	switch {
 	case j.hasEst && x.carries && x.id != j.est:
-		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text()})
+		out = append(out, cand{rule: HeaderIDChanged, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case j.hasEst && !x.carries:
-		out = append(out, cand{rule: HeaderIDDropped, expected: j.est.String(), seen: x.text()})
+		out = append(out, cand{rule: HeaderIDDropped, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case !j.hasEst && x.carries && j.midStream:
 		// A mid-stream connection's established ID is the first one shown.
 		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	case !j.hasEst && x.carries && !j.firstHas:
-		out = append(out, cand{rule: HeaderIDLate, expected: "no ID (the first flexible-header request carried none)", seen: x.text()})
+		out = append(out, cand{rule: HeaderIDLate, expected: Value{Kind: ValueNoIDFirst}, seen: x.value()})
 	}
-	return withEstablished(out, j.establishedAt(), at)
+	est, has := j.establishedAt()
+	return withEstablished(out, est, has, at)
 }
 
 // establishedAt is the frame that established the connection's ID or its
-// absence (RULES.md §3 evidence).
-func (j *seedJudge) establishedAt() Frame {
+// absence (RULES.md §3 evidence); none on a mid-stream connection that
+// showed no ID yet.
+func (j *seedJudge) establishedAt() (Frame, bool) {
 	if j.hasEst {
-		return j.estAt
+		return j.estAt, true
 	}
-	if j.midStream {
-		return Frame{}
-	}
-	return j.firstAt
+	return j.firstAt, !j.midStream
 }
 
 // withEstablished adds the establishing frame to header findings, unless
 // it is the request's own.
-func withEstablished(out []cand, est Frame, at decode.Where) []cand {
-	if est.Frame == 0 || est == frameOf(at) {
+func withEstablished(out []cand, est Frame, has bool, at decode.Where) []cand {
+	if !has || est.Frame == 0 || est == frameOf(at) {
 		return out
 	}
 	for i := range out {
-		out[i].related = append([]Frame{est}, out[i].related...)
+		out[i].related = append([]Related{{est, RoleEstablished}}, out[i].related...)
 	}
 	return out
 }
@@ -131,7 +256,7 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 	}
 	var out []cand
 	if x.tag && x.id.IsReserved() {
-		out = append(out, cand{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: x.text()})
+		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: x.value()})
 	}
 	if !j.started {
 		j.started, j.firstAt = true, frameOf(at)
@@ -139,29 +264,26 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 		case x.carries && !x.id.IsOne():
 			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 		case !x.tag && !j.midStream:
-			out = append(out, cand{rule: HeaderIDMissingFirst, expected: "a non-reserved ID in the first header-v3 request", seen: "no ID"})
+			out = append(out, cand{rule: HeaderIDMissingFirst, expected: Value{Kind: ValueFirstV3ID}, seen: Value{Kind: ValueNoID}})
 		}
 		return out
 	}
 	switch {
 	case x.carries && j.hasEst && x.id != j.est:
-		out = append(out, cand{rule: HeaderIDChanged, expected: j.est.String(), seen: x.text()})
+		out = append(out, cand{rule: HeaderIDChanged, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case x.carries && !j.hasEst && j.midStream:
 		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
 	}
 	if !h.ClientIDNull {
-		out = append(out, cand{rule: HeaderClientIDRepeated, expected: "a null ClientId", seen: "ClientId " + quote(h.ClientID)})
+		out = append(out, cand{rule: HeaderClientIDRepeated, expected: Value{Kind: ValueNullClientID}, seen: Value{Kind: ValueClientID, Text: h.ClientID}})
 	}
 	if x.carries && j.hasEst && x.id == j.est && frameOf(at) != j.estAt {
-		out = append(out, cand{rule: HeaderIDRepeated, expected: "no ID (already established)", seen: x.text()})
+		out = append(out, cand{rule: HeaderIDRepeated, expected: Value{Kind: ValueNoIDRepeated}, seen: x.value()})
 	}
-	est := j.firstAt
 	if j.hasEst {
-		est = j.estAt
-	} else if j.midStream {
-		est = Frame{}
+		return withEstablished(out, j.estAt, true, at)
 	}
-	return withEstablished(out, est, at)
+	return withEstablished(out, j.firstAt, !j.midStream, at)
 }
 
 // oldClientJudge covers auto mode's "no F" case: the first request mapped
@@ -178,11 +300,9 @@ func (j *oldClientJudge) judge(hv int, x headerID) []cand {
 	j.done = true
 	switch {
 	case x.tag && x.id.IsZero():
-		return []cand{{rule: HeaderIDReserved, expected: "a non-reserved ID", seen: "ZERO"}}
+		return []cand{{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: x.id}}}
 	case !x.tag && !j.midStream:
-		return []cand{{rule: HeaderIDMissingFirst, expected: "a non-reserved ID in the first header-v3 request", seen: "no ID"}}
+		return []cand{{rule: HeaderIDMissingFirst, expected: Value{Kind: ValueFirstV3ID}, seen: Value{Kind: ValueNoID}}}
 	}
 	return nil
 }
-
-func quote(s string) string { return "\"" + s + "\"" }

@@ -9,6 +9,63 @@ import (
 	"github.com/kidscope/kidscope/decode"
 )
 
+// The inventory's rules (RULES.md §7), about client instance IDs across
+// connections.
+const (
+	InstanceIDShared = "instance-id-shared"
+	InstanceIDSplit  = "instance-id-split"
+)
+
+var inventoryRules = []Rule{
+	{ID: InstanceIDShared, Severity: Warning, Section: "7", Place: 1,
+		Summary: "one client instance ID is used from two or more client IP addresses",
+		Detail:  "A client instance ID names one client instance; seen from two addresses it is copied or not unique. Reported once per ID, on the first connection from the second address.",
+		Example: "inst-shared"},
+	{ID: InstanceIDSplit, Severity: Info, Section: "7", Place: 2,
+		Summary: "one client (same IP and ClientId) has overlapping connections with different instance IDs",
+		Detail:  "Overlapping connections of one client normally share its instance ID; different ones suggest several instances in one process.",
+		Example: "inst-split"},
+}
+
+// inventoryChecker keeps the inventory of client instance IDs (where each
+// was seen) and applies the rules about them across connections.
+type inventoryChecker struct {
+	max       int // instances kept, the most recently seen
+	instances map[decode.UUID]*instanceState
+	seq       int64 // requests carrying an instance ID, for eviction order
+	splits    map[splitKey]bool
+	clients   map[clientKey]map[decode.UUID]*idUse // open connections by client
+	dropped   int64                                // instances forgotten
+}
+
+func newInventoryChecker(maxInstances int) *inventoryChecker {
+	return &inventoryChecker{max: maxInstances, instances: map[decode.UUID]*instanceState{},
+		splits: map[splitKey]bool{}, clients: map[clientKey]map[decode.UUID]*idUse{}}
+}
+
+func (*inventoryChecker) rules() []Rule { return inventoryRules }
+
+func (v *inventoryChecker) open(*conn) connChecker { return &inventoryConn{v: v} }
+
+// inventoryConn is the inventory's part of one connection: where its
+// client is indexed.
+type inventoryConn struct {
+	passive
+	v       *inventoryChecker
+	indexed *clientKey // where index put it
+}
+
+func (ic *inventoryConn) request(c *conn, q *request, ev *decode.Event) []cand {
+	out := ic.instanceSeen(c, q.x, ev.At)
+	ic.index(c)
+	return out
+}
+
+func (ic *inventoryConn) close(c *conn, _ CloseInfo) []cand {
+	ic.unindex(c)
+	return nil
+}
+
 // instanceState is what the engine knows of one client instance ID.
 // Its lists are slices searched from end to end: they hold a few entries
 // each (at most maxPerInstance), and tens of thousands of instances with
@@ -43,17 +100,17 @@ const maxPerInstance = 64
 
 // evictInstances forgets the least recently seen quarter of the
 // instances, when the inventory is full.
-func (e *Engine) evictInstances() {
-	seqs := make([]int64, 0, len(e.instances))
-	for _, in := range e.instances {
+func (v *inventoryChecker) evictInstances() {
+	seqs := make([]int64, 0, len(v.instances))
+	for _, in := range v.instances {
 		seqs = append(seqs, in.seq)
 	}
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	cut := seqs[len(seqs)/4]
-	for id, in := range e.instances {
+	for id, in := range v.instances {
 		if in.seq <= cut {
-			delete(e.instances, id)
-			e.droppedInstances++
+			delete(v.instances, id)
+			v.dropped++
 		}
 	}
 }
@@ -67,46 +124,47 @@ type splitKey struct {
 
 // instanceSeen updates the inventory with a request that carries a header
 // ID and returns the §7 findings it causes.
-func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []cand {
+func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at decode.Where) []cand {
+	v := ic.v
 	if !x.carries || x.id.IsOne() {
 		return nil
 	}
-	in := e.instances[x.id]
+	in := v.instances[x.id]
 	if in == nil {
-		if len(e.instances) >= e.opt.MaxInstances {
-			e.evictInstances()
+		if len(v.instances) >= v.max {
+			v.evictInstances()
 		}
-		in = &instanceState{id: x.id, first: ev.At}
-		e.instances[x.id] = in
+		in = &instanceState{id: x.id, first: at}
+		v.instances[x.id] = in
 	}
-	in.last = ev.At
-	in.seq = e.seq
-	e.seq++
-	if cs.clientID != "" {
-		in.clientIDs = addOnce(in.clientIDs, cs.clientID)
+	in.last = at
+	in.seq = v.seq
+	v.seq++
+	if c.clientID != "" {
+		in.clientIDs = addOnce(in.clientIDs, c.clientID)
 	}
-	in.brokers = addOnce(in.brokers, cs.info.Key.Broker)
-	in.conns = addOnce(in.conns, cs.info.ID)
+	in.brokers = addOnce(in.brokers, c.info.Key.Broker)
+	in.conns = addOnce(in.conns, c.info.ID)
 	var out []cand
-	addr := cs.info.Key.Client.Addr()
+	addr := c.info.Key.Client.Addr()
 	known := slices.ContainsFunc(in.addrs, func(a addrFrame) bool { return a.addr == addr })
 	if !known && len(in.addrs) < maxPerInstance {
-		in.addrs = append(in.addrs, addrFrame{addr, frameOf(ev.At)})
+		in.addrs = append(in.addrs, addrFrame{addr, frameOf(at)})
 		if len(in.addrs) == 2 {
 			// A second address: reported once, as the list only grows.
-			out = append(out, cand{rule: InstanceIDShared, expected: "one client address (" + in.addrs[0].addr.String() + ")",
-				seen: x.id.String() + " also from " + addr.String(), related: []Frame{in.addrs[0].frame}})
+			out = append(out, cand{rule: InstanceIDShared, expected: Value{Kind: ValueOneAddress, Addr: in.addrs[0].addr},
+				seen: Value{Kind: ValueAlsoFrom, ID: x.id, Addr: addr}, related: []Related{{in.addrs[0].frame, RoleFirstSeen}}})
 		}
 	}
 	// instance-id-split: another open connection of the same client (IP
 	// and ClientId) carries a different instance ID. Open connections are
 	// indexed by client, with their IDs counted, so this costs the
 	// client's distinct IDs, not every open connection.
-	if cs.clientID != "" {
-		k := clientKey{addr, cs.clientID}
-		for y, use := range e.clients[k] {
+	if c.clientID != "" {
+		k := clientKey{addr, c.clientID}
+		for y, use := range v.clients[k] {
 			others := use.open
-			if cs.indexed != nil && cs.firstID == y {
+			if ic.indexed != nil && c.firstID == y {
 				others-- // this connection itself
 			}
 			if y == x.id || others <= 0 {
@@ -116,13 +174,13 @@ func (e *Engine) instanceSeen(cs *connState, ev *decode.Event, x headerID) []can
 			if bytes.Compare(a[:], b[:]) > 0 {
 				a, b = b, a
 			}
-			sk := splitKey{addr, cs.clientID, a, b}
-			if e.splits[sk] || len(e.splits) >= maxSplits {
+			sk := splitKey{addr, c.clientID, a, b}
+			if v.splits[sk] || len(v.splits) >= maxSplits {
 				continue
 			}
-			e.splits[sk] = true
-			out = append(out, cand{rule: InstanceIDSplit, expected: y.String() + " (as its other open connection)",
-				seen: x.id.String(), related: []Frame{use.first}})
+			v.splits[sk] = true
+			out = append(out, cand{rule: InstanceIDSplit, expected: Value{Kind: ValueOtherConnection, ID: y},
+				seen: Value{Kind: ValueID, ID: x.id}, related: []Related{{use.first, RoleOtherConnection}}})
 		}
 	}
 	return out
@@ -144,46 +202,49 @@ type idUse struct {
 	first Frame // the first frame of the first such connection
 }
 
-// indexClient records a connection under its client once it shows both a
+// index records a connection under its client once it shows both a
 // ClientId and an instance ID.
-func (e *Engine) indexClient(cs *connState) {
-	if cs.indexed != nil || cs.clientID == "" || !cs.hasFirstID {
+func (ic *inventoryConn) index(c *conn) {
+	if ic.indexed != nil || c.clientID == "" || !c.hasFirstID {
 		return
 	}
-	k := &clientKey{cs.info.Key.Client.Addr(), cs.clientID}
-	cs.indexed = k
-	ids := e.clients[*k]
+	k := &clientKey{c.info.Key.Client.Addr(), c.clientID}
+	ic.indexed = k
+	ids := ic.v.clients[*k]
 	if ids == nil {
 		ids = map[decode.UUID]*idUse{}
-		e.clients[*k] = ids
+		ic.v.clients[*k] = ids
 	}
-	u := ids[cs.firstID]
+	u := ids[c.firstID]
 	if u == nil {
-		u = &idUse{first: frameOf(cs.info.First)}
-		ids[cs.firstID] = u
+		u = &idUse{first: frameOf(c.info.First)}
+		ids[c.firstID] = u
 	}
 	u.open++
 }
 
-// unindexClient removes a closing connection from its client's index.
-func (e *Engine) unindexClient(cs *connState) {
-	if cs.indexed == nil {
+// unindex removes a closing connection from its client's index.
+func (ic *inventoryConn) unindex(c *conn) {
+	if ic.indexed == nil {
 		return
 	}
-	ids := e.clients[*cs.indexed]
-	if u := ids[cs.firstID]; u != nil {
+	ids := ic.v.clients[*ic.indexed]
+	if u := ids[c.firstID]; u != nil {
 		if u.open--; u.open <= 0 {
-			delete(ids, cs.firstID)
+			delete(ids, c.firstID)
 		}
 	}
 	if len(ids) == 0 {
-		delete(e.clients, *cs.indexed)
+		delete(ic.v.clients, *ic.indexed)
 	}
+	ic.indexed = nil
 }
 
-func (e *Engine) instanceList() []Instance {
+// list is the inventory, with the telemetry ID each instance got as
+// telemetryID says.
+func (v *inventoryChecker) list(telemetryID func(inst decode.UUID) (decode.UUID, bool)) []Instance {
 	var out []Instance
-	for _, in := range e.instances {
+	for _, in := range v.instances {
 		i := Instance{ID: in.id, First: in.first, Last: in.last}
 		i.ClientIDs = slices.Clone(in.clientIDs)
 		sort.Strings(i.ClientIDs)
@@ -195,8 +256,8 @@ func (e *Engine) instanceList() []Instance {
 		sort.Slice(i.Brokers, func(x, y int) bool { return i.Brokers[x].Compare(i.Brokers[y]) < 0 })
 		i.Connections = slices.Clone(in.conns)
 		sort.Ints(i.Connections)
-		if g, ok := e.tele.got.get(headerKey(in.id)); ok {
-			i.TelemetryIDs = append(i.TelemetryIDs, g.id)
+		if t, ok := telemetryID(in.id); ok {
+			i.TelemetryIDs = append(i.TelemetryIDs, t)
 		}
 		out = append(out, i)
 	}
@@ -207,78 +268,4 @@ func (e *Engine) instanceList() []Instance {
 		return out[a].First.Frame < out[b].First.Frame
 	})
 	return out
-}
-
-// brokerState is what the engine knows of one broker endpoint.
-type brokerState struct {
-	enforce, ignore []Frame
-	connections     int
-	telemetry       bool // its ApiVersions offered keys 71 and 72
-	telemetryKnown  bool
-}
-
-// offersTelemetry records whether an ApiVersions answer offered the
-// telemetry APIs (brokers offer them only with a metrics plugin).
-func (b *brokerState) offersTelemetry(ranges []decode.VersionRange) {
-	var get, push bool
-	for _, r := range ranges {
-		get = get || r.Key == decode.KeyGetTelemetrySubscriptions
-		push = push || r.Key == decode.KeyPushTelemetry
-	}
-	b.telemetry, b.telemetryKnown = get && push, true
-}
-
-func (e *Engine) broker(ep netip.AddrPort) *brokerState {
-	b := e.brokers[ep]
-	if b == nil {
-		b = &brokerState{}
-		e.brokers[ep] = b
-	}
-	return b
-}
-
-func (e *Engine) brokerList() []Broker {
-	var out []Broker
-	for ep, b := range e.brokers {
-		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections,
-			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown}
-		switch {
-		case len(b.enforce) > 0 && len(b.ignore) > 0:
-			br.Verdict = VerdictMixed
-		case len(b.enforce) > 0:
-			br.Verdict = VerdictEnforces
-		case len(b.ignore) > 0:
-			br.Verdict = VerdictIgnores
-		}
-		out = append(out, br)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
-	return out
-}
-
-// matrix counts connections per client kind and broker verdict.
-func (e *Engine) matrix(conns []Connection, brokers []Broker) Matrix {
-	verdict := map[netip.AddrPort]Verdict{}
-	for _, b := range brokers {
-		verdict[b.Endpoint] = b.Verdict
-	}
-	var m Matrix
-	for _, c := range conns {
-		if c.NotKafka != "" || c.Requests == 0 {
-			continue
-		}
-		row := 0
-		if c.NewClient {
-			row = 1
-		}
-		col := 2
-		switch verdict[c.Key.Broker] {
-		case VerdictIgnores:
-			col = 0
-		case VerdictEnforces:
-			col = 1
-		}
-		m.Cells[row][col]++
-	}
-	return m
 }

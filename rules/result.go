@@ -79,15 +79,14 @@ type Frame struct {
 	Frame int64
 }
 
-// Finding is one rule that fired, with its evidence.
+// Finding is one rule that fired, with its evidence as values: the report
+// words it.
 type Finding struct {
 	Rule     string
 	Severity Severity
 	At       decode.Where // the frame the finding points at (request, or response for the broker's answer)
-	// Related are frames that support it: where the connection's ID was
-	// established, the response that answered, the earlier frame of a
-	// shared ID.
-	Related    []Frame
+	// Related are frames that support it, each with its role.
+	Related    []Related
 	Conn       ConnKey
 	ConnID     int
 	APIKey     int16
@@ -95,13 +94,12 @@ type Finding struct {
 	HasAPI     bool
 	// CorrelationID of the request concerned (HasAPI).
 	CorrelationID int32
-	Expected      string
-	Seen          string
-	// BrokerAnswer is the error code name the broker answered the request
-	// with, "" when the response carries no top-level error code, and
-	// NoResponse when the capture holds no answer.
-	BrokerAnswer string
-	Message      string
+	Expected      Value
+	Seen          Value
+	// Answer is what the broker did with the request concerned (HasAPI).
+	Answer Answer
+	// Stream is the evidence of the §8 findings, about no one request.
+	Stream Stream
 	// AfterGap is true when bytes of the connection were lost before it:
 	// what the capture shows before it is incomplete.
 	AfterGap bool
@@ -110,14 +108,6 @@ type Finding struct {
 	// Count is how many events a stream-unanswered finding stands for.
 	Count int64
 }
-
-// NoResponse is the broker answer of a request the capture holds no
-// response to.
-const NoResponse = "no response in capture"
-
-// NoResponseByDesign is the broker answer of a Produce with acks = 0,
-// which no broker answers.
-const NoResponseByDesign = "none expected (acks = 0)"
 
 // Verdict is what a broker's answers say of KIP-1313 (RULES.md §5).
 type Verdict int

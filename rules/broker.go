@@ -1,0 +1,187 @@
+package rules
+
+import (
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/kidscope/kidscope/decode"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// BrokerRejectedValid is the broker verdict's rule (RULES.md §4).
+const BrokerRejectedValid = "broker-rejected-valid"
+
+var brokerRules = []Rule{
+	{ID: BrokerRejectedValid, Severity: Warning, Section: "4", Place: 9,
+		Summary: "the broker answered INVALID_REQUEST to a request no rule finds wrong",
+		Detail:  "A broker that rejects a request kidscope finds valid either checks something the rules do not, or is wrong.",
+		Example: "tel-broker-rejects-valid"},
+}
+
+// brokerChecker judges each broker endpoint by its answers (RULES.md §5):
+// what it did with the requests that rules with Verdict found wrong, and
+// whether it rejects requests no rule finds wrong. It also notes whether
+// its ApiVersions offered the telemetry APIs.
+type brokerChecker struct {
+	brokers map[netip.AddrPort]*brokerState
+}
+
+func newBrokerChecker() *brokerChecker {
+	return &brokerChecker{brokers: map[netip.AddrPort]*brokerState{}}
+}
+
+func (*brokerChecker) rules() []Rule { return brokerRules }
+
+func (bc *brokerChecker) open(c *conn) connChecker {
+	b := bc.broker(c.info.Key.Broker)
+	b.connections++
+	return &brokerConn{b: b}
+}
+
+// brokerConn is the broker verdict's part of one connection: its broker.
+type brokerConn struct {
+	passive
+	b *brokerState
+}
+
+// rejectedValid is a broker-rejected-valid finding about the request at.
+func rejectedValid(at decode.Where, atAnswer bool) cand {
+	return cand{rule: BrokerRejectedValid, expected: Value{Kind: ValueAccepted},
+		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}, atAnswer: atAnswer}
+}
+
+func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
+	m := &ev.Msg
+	if m.Request.APIKey == decode.KeyApiVersions && m.HasBody && m.HasErrorCode && m.ErrorCode == 0 {
+		bcn.b.offersTelemetry(m.Body.APIVersions)
+	}
+	if rejected, _ := judgeAnswer(m.Answer); q == nil && rejected {
+		// A request with no possible finding, rejected.
+		return []cand{rejectedValid(m.RequestAt, false)}
+	}
+	return nil
+}
+
+// settled records what the broker did with a request a Verdict rule found
+// wrong, and finds a rejection of a request no rule found wrong.
+func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
+	if pick != nil {
+		if r, _ := Lookup(pick.rule); r.Verdict {
+			bcn.b.judge(q)
+		}
+	}
+	if rejected, _ := judgeAnswer(q.ans); !found && q.answered && rejected {
+		return []cand{rejectedValid(q.at, true)}
+	}
+	return nil
+}
+
+// judge records the broker's answer to a request a Verdict rule found
+// wrong.
+func (b *brokerState) judge(q *request) {
+	rejected, processed := judgeAnswer(q.ans)
+	switch {
+	case q.noResponse:
+		// No answer by design: neither a rejection nor evidence.
+	case q.answered && rejected:
+		b.enforce = append(b.enforce, frameOf(q.respAt))
+	case q.answered && processed:
+		b.ignore = append(b.ignore, frameOf(q.respAt))
+	case q.closedByBroker:
+		b.enforce = append(b.enforce, frameOf(q.respAt))
+	}
+}
+
+// judgeAnswer says whether a broker's answer rejected a request as
+// INVALID_REQUEST or processed it (RULES.md §5): by its top-level ErrorCode
+// where the API and version has one, else by its nested codes (an Apache
+// broker that rejects a request puts the same code in every item). Any
+// other top-level code, an answer with no items, and an answer whose body
+// was not read tell neither.
+func judgeAnswer(a decode.Answer) (rejected, processed bool) {
+	if a.HasErrorCode {
+		return a.ErrorCode == kerr.InvalidRequest.Code, a.ErrorCode == 0
+	}
+	if len(a.Nested) == 0 {
+		return false, false
+	}
+	if slices.Contains(a.Nested, kerr.InvalidRequest.Code) {
+		return len(a.Nested) == 1, false
+	}
+	return false, true
+}
+
+// brokerState is what the engine knows of one broker endpoint.
+type brokerState struct {
+	enforce, ignore []Frame
+	connections     int
+	telemetry       bool // its ApiVersions offered keys 71 and 72
+	telemetryKnown  bool
+}
+
+// offersTelemetry records whether an ApiVersions answer offered the
+// telemetry APIs (brokers offer them only with a metrics plugin).
+func (b *brokerState) offersTelemetry(ranges []decode.VersionRange) {
+	var get, push bool
+	for _, r := range ranges {
+		get = get || r.Key == decode.KeyGetTelemetrySubscriptions
+		push = push || r.Key == decode.KeyPushTelemetry
+	}
+	b.telemetry, b.telemetryKnown = get && push, true
+}
+
+func (bc *brokerChecker) broker(ep netip.AddrPort) *brokerState {
+	b := bc.brokers[ep]
+	if b == nil {
+		b = &brokerState{}
+		bc.brokers[ep] = b
+	}
+	return b
+}
+
+func (bc *brokerChecker) list() []Broker {
+	var out []Broker
+	for ep, b := range bc.brokers {
+		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections,
+			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown}
+		switch {
+		case len(b.enforce) > 0 && len(b.ignore) > 0:
+			br.Verdict = VerdictMixed
+		case len(b.enforce) > 0:
+			br.Verdict = VerdictEnforces
+		case len(b.ignore) > 0:
+			br.Verdict = VerdictIgnores
+		}
+		out = append(out, br)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
+	return out
+}
+
+// matrix counts connections per client kind and broker verdict.
+func matrix(conns []Connection, brokers []Broker) Matrix {
+	verdict := map[netip.AddrPort]Verdict{}
+	for _, b := range brokers {
+		verdict[b.Endpoint] = b.Verdict
+	}
+	var m Matrix
+	for _, c := range conns {
+		if c.NotKafka != "" || c.Requests == 0 {
+			continue
+		}
+		row := 0
+		if c.NewClient {
+			row = 1
+		}
+		col := 2
+		switch verdict[c.Key.Broker] {
+		case VerdictIgnores:
+			col = 0
+		case VerdictEnforces:
+			col = 1
+		}
+		m.Cells[row][col]++
+	}
+	return m
+}
