@@ -110,6 +110,8 @@ type Conn struct {
 	knowsClientID bool
 	saslTokens    bool // SaslHandshake v0 succeeded: raw tokens follow
 	dead          bool // not Kafka: bytes are only counted
+	// notKafkaReason says what the bytes were when dead.
+	notKafkaReason string
 	// candidate is true while the lost client side waits on candidate
 	// request starts, to be confirmed by the next frame or by a response
 	// to their correlation IDs.
@@ -127,8 +129,20 @@ func NewConn(opt Options) *Conn {
 // Counters returns the connection's totals so far.
 func (c *Conn) Counters() Counters { return c.cnt }
 
-// ClientID returns the last non-null client ID the connection showed.
-func (c *Conn) ClientID() (string, bool) { return c.clientID, c.knowsClientID }
+// Outcome is what a decoder made of its connection, once it ended.
+type Outcome struct {
+	Counters Counters
+	// ClientID is the last non-null client ID the connection showed.
+	ClientID string
+	// NotKafka names what the connection carried when it was not Kafka
+	// ("TLS", …); empty for Kafka.
+	NotKafka string
+}
+
+// Outcome returns what the decoder made of the connection so far.
+func (c *Conn) Outcome() Outcome {
+	return Outcome{Counters: c.cnt, ClientID: c.clientID, NotKafka: c.notKafkaReason}
+}
 
 // Start tells the decoder that a side begins; midStream means its first
 // byte may sit anywhere inside a frame (the capture missed the handshake).
@@ -766,7 +780,7 @@ func (c *Conn) malformed(f *framer, w kafka.FrameRef, err error) {
 }
 
 func (c *Conn) notKafka(s Side, w kafka.FrameRef, reason string) {
-	c.dead = true
+	c.dead, c.notKafkaReason = true, reason
 	c.events = append(c.events, Event{Kind: EventNotKafka, Side: s, At: w, Reason: reason})
 }
 

@@ -18,13 +18,6 @@ func (s Side) String() string {
 	return "response"
 }
 
-// Where is the frame where a message became complete in capture order.
-// Deprecated: an alias kept while packages move to kafka.FrameRef.
-type Where = kafka.FrameRef
-
-// Span is kafka.Span. Deprecated: an alias kept while packages move to it.
-type Span = kafka.Span
-
 // EventKind says what an Event reports.
 type EventKind uint8
 

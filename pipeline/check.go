@@ -3,7 +3,6 @@ package pipeline
 import (
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
-	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -47,10 +46,7 @@ func newChecker(c *Check, sink Sink) *checker {
 	return k
 }
 
-func (k *checker) open(c *Conn) {
-	k.deliver(k.engine.Open(rules.ConnInfo{ID: c.ID, Key: rules.ConnKey{Client: c.Client, Broker: c.Broker},
-		MidStream: c.MidStream[kafka.ToBroker], First: c.First}))
-}
+func (k *checker) open(c *Conn) { k.deliver(k.engine.Open(c.Conn)) }
 
 func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }
 
@@ -58,12 +54,10 @@ func (k *checker) gap(c *Conn, side decode.Side, at kafka.FrameRef) { k.engine.G
 
 func (k *checker) closed(c *Conn) {
 	end := c.End
-	ci := rules.CloseInfo{Counters: end.Counters, NotKafka: c.NotKafka, ClientID: end.ClientID}
-	if end.Close.Seen && end.Close.By == reassembly.ToClient {
-		ci.ByBroker = true
-		ci.At = kafka.FrameRef{File: end.Close.At.File, Frame: end.Close.At.Frame, Time: end.Close.At.Time}
-	}
-	k.deliver(k.engine.Close(c.ID, ci))
+	at := end.Close.At
+	how := kafka.Close{Seen: end.Close.Seen, Reset: end.Close.Reset, By: kafka.Direction(end.Close.By),
+		At: kafka.FrameRef{File: at.File, Frame: at.Frame, Time: at.Time}}
+	k.deliver(k.engine.Close(c.ID, how, end.Outcome))
 }
 
 func (k *checker) deliver(fs []rules.Finding) {

@@ -60,9 +60,6 @@ func (o *Options) scanBudget(n int) *decode.ScanBudget {
 type Conn struct {
 	kafka.Conn
 	Gaps int
-	// NotKafka names what the connection carries when it is not Kafka
-	// ("TLS", …); empty for Kafka.
-	NotKafka string
 	// End is set when the connection closed, before Sink.Closed.
 	End *End
 }
@@ -71,9 +68,7 @@ type Conn struct {
 // Conn, which each of 100,000 open connections carries.)
 type End struct {
 	Close reassembly.CloseInfo
-	// Counters are the decoder's totals.
-	Counters decode.Counters
-	ClientID string
+	decode.Outcome
 }
 
 // Sink receives the decoded events in capture order; it may be nil when
@@ -319,8 +314,7 @@ func (w *worker) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at r
 func (w *worker) Closed(rc *reassembly.Conn, at reassembly.Span) {
 	wc := rc.User.(*workerConn)
 	w.emit(wc, wc.dec.Finish())
-	id, _ := wc.dec.ClientID()
-	w.out.closed(wc.conn, End{Close: rc.Close, Counters: wc.dec.Counters(), ClientID: id})
+	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: wc.dec.Outcome()})
 	wc.dec = nil // its buffers are no longer needed
 }
 
@@ -363,7 +357,6 @@ func (d *deliverer) open(c *Conn) {
 func (d *deliverer) event(c *Conn, e *decode.Event) {
 	switch e.Kind {
 	case decode.EventNotKafka:
-		c.NotKafka = e.Reason
 		d.sum.NotKafka++
 	case decode.EventTruncated:
 		d.sum.Truncated++

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -16,8 +17,8 @@ import (
 // Hand-built results for the golden tests: what the engine would make of
 // two captures.
 
-func mustUUID(s string) decode.UUID {
-	var u decode.UUID
+func mustUUID(s string) kafka.UUID {
+	var u kafka.UUID
 	b, err := hex.DecodeString(strings.ReplaceAll(s, "-", ""))
 	if err != nil || len(b) != 16 {
 		panic("bad uuid " + s)
@@ -40,11 +41,11 @@ var (
 	telB   = mustUUID("deadbeef-1234-4567-89ab-cdef01234567")
 )
 
-func at(file int, frame int64, secs float64) decode.Where {
-	return decode.Where{File: file, Frame: frame, Time: t0.Add(time.Duration(secs * float64(time.Second)))}
+func at(file int, frame int64, secs float64) kafka.FrameRef {
+	return kafka.FrameRef{File: file, Frame: frame, Time: t0.Add(time.Duration(secs * float64(time.Second)))}
 }
 
-func fr(file int, frame int64) rules.Frame { return rules.Frame{File: file, Frame: frame} }
+func fr(file int, frame int64) kafka.FrameRef { return kafka.FrameRef{File: file, Frame: frame} }
 
 func est(file int, frame int64) rules.Related {
 	return rules.Related{Frame: fr(file, frame), Role: rules.RoleEstablished}
@@ -58,19 +59,19 @@ func answered(code int16) rules.Answer {
 	return rules.Answer{State: rules.Answered, Codes: []int16{code}}
 }
 
-func id(u decode.UUID) rules.Value    { return rules.Value{Kind: rules.ValueID, ID: u} }
-func named(u decode.UUID) rules.Value { return rules.Value{Kind: rules.ValueIDNamed, ID: u} }
+func id(u kafka.UUID) rules.Value    { return rules.Value{Kind: rules.ValueID, ID: u} }
+func named(u kafka.UUID) rules.Value { return rules.Value{Kind: rules.ValueIDNamed, ID: u} }
 
 // incidentAnalysis is two files, IPv4 and IPv6, errors, warnings and
 // repeated infos, instances, and brokers that enforce, ignore, mix and
 // tell nothing.
 func incidentAnalysis() *Analysis {
-	c1 := rules.ConnKey{Client: ap("10.1.4.20:51234"), Broker: ap("10.1.0.11:9092")}
-	c2 := rules.ConnKey{Client: ap("10.1.4.20:51240"), Broker: ap("10.1.0.12:9092")}
-	c3 := rules.ConnKey{Client: ap("[2001:db8:10::7]:40112"), Broker: ap("[2001:db8::11]:9092")}
-	c4 := rules.ConnKey{Client: ap("10.1.7.3:60001"), Broker: ap("10.1.0.11:9092")}
-	c5 := rules.ConnKey{Client: ap("10.1.9.9:44321"), Broker: ap("10.1.0.13:9092")}
-	c6 := rules.ConnKey{Client: ap("10.2.0.5:51999"), Broker: ap("10.1.0.12:9092")}
+	c1 := kafka.Endpoints{Client: ap("10.1.4.20:51234"), Broker: ap("10.1.0.11:9092")}
+	c2 := kafka.Endpoints{Client: ap("10.1.4.20:51240"), Broker: ap("10.1.0.12:9092")}
+	c3 := kafka.Endpoints{Client: ap("[2001:db8:10::7]:40112"), Broker: ap("[2001:db8::11]:9092")}
+	c4 := kafka.Endpoints{Client: ap("10.1.7.3:60001"), Broker: ap("10.1.0.11:9092")}
+	c5 := kafka.Endpoints{Client: ap("10.1.9.9:44321"), Broker: ap("10.1.0.13:9092")}
+	c6 := kafka.Endpoints{Client: ap("10.2.0.5:51999"), Broker: ap("10.1.0.12:9092")}
 
 	api := func(f rules.Finding, key, ver int16, corr int32) rules.Finding {
 		f.HasAPI, f.APIKey, f.APIVersion, f.CorrelationID = true, key, ver, corr
@@ -146,18 +147,18 @@ func incidentAnalysis() *Analysis {
 	instances := []rules.Instance{
 		{ID: instA, ClientIDs: []string{"payments-producer"}, Addresses: []netip.Addr{ad("10.1.4.20"), ad("10.2.0.5")},
 			Brokers: []netip.AddrPort{ap("10.1.0.11:9092"), ap("10.1.0.12:9092")}, Connections: []int{1, 2, 6},
-			First: at(0, 5, 0.015), Last: at(1, 2210, 80), TelemetryIDs: []decode.UUID{telA}},
+			First: at(0, 5, 0.015), Last: at(1, 2210, 80), TelemetryIDs: []kafka.UUID{telA}},
 		{ID: instB, ClientIDs: []string{"analytics-consumer"}, Addresses: []netip.Addr{ad("2001:db8:10::7")},
 			Brokers: []netip.AddrPort{ap("[2001:db8::11]:9092")}, Connections: []int{3},
 			First: at(1, 12, 0.1), Last: at(1, 2110, 100)},
 	}
 	brokers := []rules.Broker{
-		{Endpoint: ap("10.1.0.11:9092"), Verdict: rules.VerdictEnforces, EnforceFrames: []rules.Frame{fr(0, 118), fr(0, 240)},
+		{Endpoint: ap("10.1.0.11:9092"), Verdict: rules.VerdictEnforces, EnforceFrames: []kafka.FrameRef{fr(0, 118), fr(0, 240)},
 			Connections: 2, Telemetry: true, TelemetryKnown: true},
-		{Endpoint: ap("10.1.0.12:9092"), Verdict: rules.VerdictMixed, EnforceFrames: []rules.Frame{fr(1, 803)},
-			IgnoreFrames: []rules.Frame{fr(0, 1502)}, Connections: 2},
+		{Endpoint: ap("10.1.0.12:9092"), Verdict: rules.VerdictMixed, EnforceFrames: []kafka.FrameRef{fr(1, 803)},
+			IgnoreFrames: []kafka.FrameRef{fr(0, 1502)}, Connections: 2},
 		{Endpoint: ap("10.1.0.13:9092"), Verdict: rules.VerdictUnknown, Connections: 1},
-		{Endpoint: ap("[2001:db8::11]:9092"), Verdict: rules.VerdictIgnores, IgnoreFrames: []rules.Frame{fr(1, 77)},
+		{Endpoint: ap("[2001:db8::11]:9092"), Verdict: rules.VerdictIgnores, IgnoreFrames: []kafka.FrameRef{fr(1, 77)},
 			Connections: 1, Telemetry: true, TelemetryKnown: true},
 	}
 	files := []string{"captures/broker-a.pcapng", "captures/broker-b.pcap.gz"}
@@ -182,7 +183,7 @@ func incidentAnalysis() *Analysis {
 // broker that tells nothing: a warning with UUIDs in its text, and
 // repeated info findings that the table hides.
 func quietAnalysis() *Analysis {
-	c := rules.ConnKey{Client: ap("[fd00:1::20]:53012"), Broker: ap("[fd00:1::9]:9092")}
+	c := kafka.Endpoints{Client: ap("[fd00:1::20]:53012"), Broker: ap("[fd00:1::9]:9092")}
 	fs := []rules.Finding{
 		{Rule: rules.BrokerIDConflict, Severity: rules.Warning, At: at(0, 14, 0.2), Conn: c, ConnID: 1,
 			Related: []rules.Related{{Frame: fr(0, 13), Role: rules.RoleRequest}}, HasAPI: true, APIKey: 71, APIVersion: 0, CorrelationID: 2,
@@ -223,7 +224,9 @@ func shortValues(a *Analysis) *Analysis {
 		return netip.AddrFrom4([4]byte{10, 6, b[14], b[15]})
 	}
 	ep := func(x netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(addr(x.Addr()), x.Port()) }
-	key := func(k rules.ConnKey) rules.ConnKey { return rules.ConnKey{Client: ep(k.Client), Broker: ep(k.Broker)} }
+	key := func(k kafka.Endpoints) kafka.Endpoints {
+		return kafka.Endpoints{Client: ep(k.Client), Broker: ep(k.Broker)}
+	}
 	r := &a.Result
 	for i := range r.Findings {
 		r.Findings[i].Conn = key(r.Findings[i].Conn)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -183,7 +184,7 @@ func timeText(t time.Time) *string {
 	return strPtr(t.UTC().Format(time.RFC3339Nano))
 }
 
-func whereOf(files []string, w decode.Where) *whereJSON {
+func whereOf(files []string, w kafka.FrameRef) *whereJSON {
 	if w.Frame == 0 {
 		return nil
 	}
@@ -269,7 +270,7 @@ func brokerEvidence(b *rules.Broker) []evidenceFrame {
 }
 
 type evidenceFrame struct {
-	at      rules.Frame
+	at      kafka.FrameRef
 	verdict rules.Verdict
 }
 

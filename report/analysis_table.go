@@ -12,7 +12,7 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -100,7 +100,7 @@ func (st *docStyle) clock(t time.Time) string {
 	return t.UTC().Format("15:04:05.000")
 }
 
-func (st *docStyle) uuid(u decode.UUID) string {
+func (st *docStyle) uuid(u kafka.UUID) string {
 	s := st.form.format(u)
 	if st.md {
 		return s
@@ -313,7 +313,7 @@ type findingGroup struct {
 type groupKey struct {
 	rule string
 	conn int
-	key  rules.ConnKey
+	key  kafka.Endpoints
 }
 
 // groupFindings groups the findings of one severity by rule and

@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -442,9 +443,9 @@ func TestValueText(t *testing.T) {
 	}{
 		{id(instA), k, r},
 		{named(instA), k, r},
-		{named(decode.UUID{}), "ZERO", "ZERO"},
-		{named(decode.UUID{15: 1}), "ONE", "ONE"},
-		{id(decode.UUID{15: 1}), "AAAAAAAAAAAAAAAAAAAAAQ", "00000000-0000-0000-0000-000000000001"},
+		{named(kafka.UUID{}), "ZERO", "ZERO"},
+		{named(kafka.UUID{15: 1}), "ONE", "ONE"},
+		{id(kafka.UUID{15: 1}), "AAAAAAAAAAAAAAAAAAAAAQ", "00000000-0000-0000-0000-000000000001"},
 		{rules.Value{Kind: rules.ValueHeaderBodyID, ID: instA}, "body ID " + k + " (the header's)", "body ID " + r + " (the header's)"},
 		{rules.Value{Kind: rules.ValueBodyID}, "body ID ZERO", "body ID ZERO"},
 		{rules.Value{Kind: rules.ValueEchoOrZero, ID: instA}, k + " (echoed) or ZERO", r + " (echoed) or ZERO"},

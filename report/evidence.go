@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -15,7 +16,7 @@ import (
 // valueText says an expected or seen value, with its IDs written by id.
 // Capture-derived text in it (client and member IDs) is as sent: each
 // format escapes the whole.
-func valueText(v rules.Value, id func(decode.UUID) string) string {
+func valueText(v rules.Value, id func(kafka.UUID) string) string {
 	switch v.Kind {
 	case rules.ValueID:
 		return id(v.ID)
@@ -82,7 +83,7 @@ func valueText(v rules.Value, id func(decode.UUID) string) string {
 }
 
 // namedID writes the reserved IDs by name.
-func namedID(u decode.UUID, id func(decode.UUID) string) string {
+func namedID(u kafka.UUID, id func(kafka.UUID) string) string {
 	switch {
 	case u.IsZero():
 		return "ZERO"
@@ -94,7 +95,7 @@ func namedID(u decode.UUID, id func(decode.UUID) string) string {
 
 func quote(s string) string { return "\"" + s + "\"" }
 
-func kafkaUUID(u decode.UUID) string { return u.String() }
+func kafkaUUID(u kafka.UUID) string { return u.String() }
 
 // Answer texts that are no error code.
 const (

@@ -36,7 +36,7 @@ func ParseUUIDForm(s string) (UUIDForm, error) {
 	return 0, fmt.Errorf("--uuid %q: want kafka or rfc4122", s)
 }
 
-func (f UUIDForm) format(u decode.UUID) string {
+func (f UUIDForm) format(u kafka.UUID) string {
 	if f == UUIDRFC4122 {
 		return u.RFC4122()
 	}

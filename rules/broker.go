@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -34,7 +35,7 @@ func newBrokerChecker() *brokerChecker {
 func (*brokerChecker) rules() []Rule { return brokerRules }
 
 func (bc *brokerChecker) open(c *conn) connChecker {
-	b := bc.broker(c.info.Key.Broker)
+	b := bc.broker(c.info.Endpoints.Broker)
 	b.connections++
 	return &brokerConn{b: b}
 }
@@ -46,7 +47,7 @@ type brokerConn struct {
 }
 
 // rejectedValid is a broker-rejected-valid finding about the request at.
-func rejectedValid(at decode.Where, atAnswer bool) cand {
+func rejectedValid(at kafka.FrameRef, atAnswer bool) cand {
 	return cand{rule: BrokerRejectedValid, expected: Value{Kind: ValueAccepted},
 		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}, atAnswer: atAnswer}
 }
@@ -85,11 +86,11 @@ func (b *brokerState) judge(q *request) {
 	case q.noResponse:
 		// No answer by design: neither a rejection nor evidence.
 	case q.answered && rejected:
-		b.enforce = append(b.enforce, frameOf(q.respAt))
+		b.enforce = append(b.enforce, q.respAt)
 	case q.answered && processed:
-		b.ignore = append(b.ignore, frameOf(q.respAt))
+		b.ignore = append(b.ignore, q.respAt)
 	case q.closedByBroker:
-		b.enforce = append(b.enforce, frameOf(q.respAt))
+		b.enforce = append(b.enforce, q.respAt)
 	}
 }
 
@@ -114,7 +115,7 @@ func judgeAnswer(a decode.Answer) (rejected, processed bool) {
 
 // brokerState is what the engine knows of one broker endpoint.
 type brokerState struct {
-	enforce, ignore []Frame
+	enforce, ignore []kafka.FrameRef
 	connections     int
 	telemetry       bool // its ApiVersions offered keys 71 and 72
 	telemetryKnown  bool

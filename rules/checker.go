@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/kidscope/kidscope/decode"
+import (
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
+)
 
 // A checker applies some rules of the catalogue: it owns their rows (with
 // their attributes: severity, section, profile, texts, precedence, whether
@@ -77,7 +80,7 @@ type cand struct {
 	atAnswer bool
 	// at, stream and count are the evidence of a finding about the
 	// connection rather than a request.
-	at     decode.Where
+	at     kafka.FrameRef
 	stream Stream
 	count  int64
 }
@@ -85,7 +88,7 @@ type cand struct {
 // request is one request of a connection, with the findings it may get
 // while they wait.
 type request struct {
-	at decode.Where
+	at kafka.FrameRef
 	h  decode.RequestHeader
 	x  headerID
 	// setsFirstID: this request's header ID is the connection's first
@@ -94,7 +97,7 @@ type request struct {
 	cands       []cand
 	afterGap    bool
 	answered    bool
-	respAt      decode.Where
+	respAt      kafka.FrameRef
 	ans         decode.Answer
 	// noResponse: the request gets no response by design (acks = 0).
 	noResponse bool
@@ -105,9 +108,9 @@ type request struct {
 
 // headerID is what a request header says of the instance ID.
 type headerID struct {
-	tag     bool        // tag 0 present (size 16)
-	id      decode.UUID // its value
-	carries bool        // a non-zero value (ONE counts)
+	tag     bool       // tag 0 present (size 16)
+	id      kafka.UUID // its value
+	carries bool       // a non-zero value (ONE counts)
 }
 
 func headerIDOf(h *decode.RequestHeader) headerID {
@@ -122,6 +125,4 @@ func (x headerID) value() Value {
 	return Value{Kind: ValueIDNamed, ID: x.id}
 }
 
-func frameOf(w decode.Where) Frame { return Frame{File: w.File, Frame: w.Frame} }
-
-func related(w decode.Where, role Role) Related { return Related{Frame: frameOf(w), Role: role} }
+func related(w kafka.FrameRef, role Role) Related { return Related{Frame: w, Role: role} }

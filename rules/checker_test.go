@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // typed is the evidence of one finding, as a checker's table test states
@@ -64,7 +66,7 @@ func testChecker(t *testing.T, k checker, cases []checkerCase) {
 	}
 }
 
-func rel(frame int64, role Role) Related { return Related{Frame{Frame: frame}, role} }
+func rel(frame int64, role Role) Related { return Related{kafka.FrameRef{Frame: frame}, role} }
 
 func answered(code int16) Answer { return Answer{State: Answered, Codes: []int16{code}} }
 

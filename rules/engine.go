@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // Options configure the engine. The caps bound what a long run keeps for
@@ -36,23 +37,15 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// ConnInfo identifies a connection when it opens.
-type ConnInfo struct {
-	ID        int
-	Key       ConnKey
-	MidStream bool // the capture missed the start of the client's requests
-	First     decode.Where
+// CloseInfo is how a connection ended: as reassembly saw it, and what its
+// decoder made of it.
+type CloseInfo struct {
+	kafka.Close
+	decode.Outcome
 }
 
-// CloseInfo says how a connection ended.
-type CloseInfo struct {
-	// ByBroker: the broker closed it (FIN or RST); At is where.
-	ByBroker bool
-	At       decode.Where
-	Counters decode.Counters
-	NotKafka string
-	ClientID string
-}
+// byBroker reports whether the broker closed the connection (FIN or RST).
+func (ci *CloseInfo) byBroker() bool { return ci.Seen && ci.By == kafka.ToClient }
 
 // Engine applies the rules of RULES.md to the events of many connections,
 // fed in capture order. It is pure: no I/O, clocks or goroutines. The
@@ -90,11 +83,11 @@ func New(opt Options) *Engine {
 // may read of it, each checker's part, and the requests waiting for their
 // findings.
 type conn struct {
-	info ConnInfo
+	info kafka.Conn
 	// firstID is the first non-zero header ID the connection showed,
 	// which identifies the client to the telemetry, group and inventory
 	// rules.
-	firstID    decode.UUID
+	firstID    kafka.UUID
 	hasFirstID bool
 	clientID   string
 	checks     []connChecker // one per Engine.checkers
@@ -106,14 +99,14 @@ type conn struct {
 	afterGap  bool
 	requests  int64
 	responses int64
-	last      decode.Where
+	last      kafka.FrameRef
 	sawKafka  bool
 }
 
 // instanceOf is the client instance ID a request's connection goes by: the
 // request's header ID, else the connection's first one. It links the
 // connections of one client instance.
-func (c *conn) instanceOf(x headerID) (decode.UUID, bool) {
+func (c *conn) instanceOf(x headerID) (kafka.UUID, bool) {
 	if x.carries {
 		return x.id, true
 	}
@@ -121,7 +114,7 @@ func (c *conn) instanceOf(x headerID) (decode.UUID, bool) {
 }
 
 // Open starts a connection.
-func (e *Engine) Open(ci ConnInfo) []Finding {
+func (e *Engine) Open(ci kafka.Conn) []Finding {
 	e.out = e.out[:0]
 	c := &conn{info: ci, last: ci.First, checks: make([]connChecker, len(e.checkers))}
 	for i, k := range e.checkers {
@@ -132,7 +125,7 @@ func (e *Engine) Open(ci ConnInfo) []Finding {
 }
 
 // Gap tells the engine that bytes of a connection's side were lost.
-func (e *Engine) Gap(connID int, side decode.Side, at decode.Where) {
+func (e *Engine) Gap(connID int, side decode.Side, at kafka.FrameRef) {
 	c := e.conns[connID]
 	if c == nil {
 		return
@@ -222,7 +215,8 @@ func (e *Engine) response(c *conn, ev *decode.Event) {
 
 // Close ends a connection: what still waits is judged with what the
 // capture holds.
-func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
+func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Finding {
+	ci := CloseInfo{Close: how, Outcome: dec}
 	e.out = e.out[:0]
 	c := e.conns[connID]
 	if c == nil {
@@ -233,7 +227,7 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
-	if ci.ByBroker && c.lastReq != nil && !c.lastReq.answered {
+	if ci.byBroker() && c.lastReq != nil && !c.lastReq.answered {
 		c.lastReq.respAt = ci.At
 		c.lastReq.closedByBroker = ci.At.Frame != 0
 	}
@@ -241,8 +235,8 @@ func (e *Engine) Close(connID int, ci CloseInfo) []Finding {
 	for _, k := range c.checks {
 		e.emitAll(c, k.close(c, ci))
 	}
-	row := Connection{ID: c.info.ID, Key: c.info.Key, ClientID: c.clientID, HasClient: c.clientID != "",
-		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream,
+	row := Connection{ID: c.info.ID, Key: c.info.Endpoints, ClientID: c.clientID, HasClient: c.clientID != "",
+		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream[kafka.ToBroker],
 		NewClient: c.hasFirstID, Requests: c.requests, Responses: c.responses, Unanswered: ci.Counters.Unanswered, Gaps: c.gaps,
 		NotKafka: ci.NotKafka, First: c.info.First, Last: c.last}
 	for _, k := range c.checks {
@@ -379,7 +373,7 @@ func answerOf(q *request) Answer {
 // request's header and what became of it, and the request's record when it
 // waited for its findings.
 type about struct {
-	at  decode.Where
+	at  kafka.FrameRef
 	h   *decode.RequestHeader
 	ans Answer
 	q   *request
@@ -393,7 +387,7 @@ func (e *Engine) emitCand(c *conn, cd cand, a about, also []string) {
 		CorrelationID: h.CorrelationID, Expected: cd.expected, Seen: cd.seen, Answer: a.ans, Also: also}
 	if q := a.q; q != nil {
 		f.AfterGap = q.afterGap
-		if q.answered && q.respAt != a.at {
+		if q.answered && !q.respAt.Same(a.at) {
 			f.Related = append(slices.Clone(f.Related), related(q.respAt, RoleAnswer))
 		}
 	}
@@ -411,7 +405,7 @@ func (e *Engine) emitAll(c *conn, cands []cand) {
 func (e *Engine) emit(c *conn, f Finding) {
 	r, _ := Lookup(f.Rule)
 	f.Severity = r.Severity
-	f.Conn, f.ConnID = c.info.Key, c.info.ID
+	f.Conn, f.ConnID = c.info.Endpoints, c.info.ID
 	e.bySeverity[f.Severity]++
 	if len(e.findings) < e.opt.MaxFindings {
 		e.findings = append(e.findings, f)

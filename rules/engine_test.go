@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 var (
-	idA  = decode.UUID{0xa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	idB  = decode.UUID{0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	idX  = decode.UUID{0xc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	zero = decode.UUID{}
-	one  = decode.UUID{15: 1}
+	idA  = kafka.UUID{0xa, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	idB  = kafka.UUID{0xb, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	idX  = kafka.UUID{0xc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	zero = kafka.UUID{}
+	one  = kafka.UUID{15: 1}
 )
 
 // script drives an Engine like the pipeline does, one frame per message.
@@ -30,7 +31,7 @@ type script struct {
 type sconn struct {
 	s        *script
 	id       int
-	key      ConnKey
+	key      kafka.Endpoints
 	corr     int32
 	clientID string
 	pending  map[int32]decode.Event
@@ -40,27 +41,27 @@ func newScript(t *testing.T, opt Options) *script {
 	return &script{t: t, e: New(opt), conns: map[int]*sconn{}}
 }
 
-func (s *script) next() decode.Where { s.frame++; return decode.Where{Frame: s.frame} }
+func (s *script) next() kafka.FrameRef { s.frame++; return kafka.FrameRef{Frame: s.frame} }
 
 // open starts connection id from client address ip:port to the broker.
 func (s *script) open(id int, client, broker string, midStream bool) *sconn {
-	c := &sconn{s: s, id: id, key: ConnKey{netip.MustParseAddrPort(client), netip.MustParseAddrPort(broker)},
+	c := &sconn{s: s, id: id, key: kafka.Endpoints{Client: netip.MustParseAddrPort(client), Broker: netip.MustParseAddrPort(broker)},
 		clientID: "app", pending: map[int32]decode.Event{}}
 	s.conns[id] = c
-	s.e.Open(ConnInfo{ID: id, Key: c.key, MidStream: midStream, First: s.next()})
+	s.e.Open(kafka.Conn{ID: id, Endpoints: c.key, MidStream: [2]bool{midStream, midStream}, First: s.next()})
 	return c
 }
 
 // hdr describes a request header's instance ID: none, or a tag with a value.
 type hdr struct {
 	tag      bool
-	id       decode.UUID
+	id       kafka.UUID
 	nullCID  bool
 	clientID string
 }
 
 func none() hdr               { return hdr{} }
-func with(id decode.UUID) hdr { return hdr{tag: true, id: id} }
+func with(id kafka.UUID) hdr  { return hdr{tag: true, id: id} }
 func (h hdr) nullClient() hdr { h.nullCID = true; return h }
 
 // req sends a request and returns its correlation ID.
@@ -101,7 +102,7 @@ func (c *sconn) resp(corr int32, code int, body *decode.Body) {
 }
 
 // gtsNew asks for a new telemetry ID (v0, R = ZERO, no H) and gets b.
-func (c *sconn) gtsNew(b decode.UUID) {
+func (c *sconn) gtsNew(b kafka.UUID) {
 	corr := c.req(gts, 0, none(), tele(zero))
 	c.resp(corr, 0, tele(b))
 }
@@ -114,8 +115,16 @@ func (c *sconn) ok(key, ver int16, h hdr, body *decode.Body) int32 {
 }
 
 func (c *sconn) close(byBroker bool) {
-	ci := CloseInfo{ByBroker: byBroker, At: c.s.next()}
-	c.s.e.Close(c.id, ci)
+	c.s.e.Close(c.id, closedBy(byBroker, c.s.next()), decode.Outcome{})
+}
+
+// closedBy is a close by FIN, by the broker or the client, at a frame.
+func closedBy(byBroker bool, at kafka.FrameRef) kafka.Close {
+	by := kafka.ToBroker
+	if byBroker {
+		by = kafka.ToClient
+	}
+	return kafka.Close{Seen: true, By: by, At: at}
 }
 
 func (s *script) done() Result {
@@ -125,7 +134,7 @@ func (s *script) done() Result {
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
-		s.e.Close(id, CloseInfo{})
+		s.e.Close(id, kafka.Close{}, decode.Outcome{})
 	}
 	return s.e.Result()
 }
@@ -143,9 +152,9 @@ func rulesOf(res Result, all bool) string {
 	return strings.Join(out, " ")
 }
 
-func tele(id decode.UUID) *decode.Body { return &decode.Body{InstanceID: id, HasInstanceID: true} }
+func tele(id kafka.UUID) *decode.Body { return &decode.Body{InstanceID: id, HasInstanceID: true} }
 
-func push(id decode.UUID, terminating bool) *decode.Body {
+func push(id kafka.UUID, terminating bool) *decode.Body {
 	return &decode.Body{InstanceID: id, HasInstanceID: true, Terminating: terminating}
 }
 
@@ -546,7 +555,7 @@ func TestPrecedence(t *testing.T) {
 	if f.Rule != HeaderIDChanged || strings.Join(f.Also, ",") != "telemetry-push-reserved-id,telemetry-body-mismatch" {
 		t.Errorf("%s also %v", f.Rule, f.Also)
 	}
-	wantRelated := []Related{{Frame{Frame: 2}, RoleEstablished}, {Frame{Frame: 7}, RoleAnswer}}
+	wantRelated := []Related{{kafka.FrameRef{Frame: 2}, RoleEstablished}, {kafka.FrameRef{Frame: 7}, RoleAnswer}}
 	if f.Expected != (Value{Kind: ValueID, ID: idA}) || f.Seen != (Value{Kind: ValueIDNamed, ID: idB}) || !reflect.DeepEqual(f.Related, wantRelated) {
 		t.Errorf("evidence %+v", f)
 	}
@@ -558,7 +567,7 @@ func TestGapMarksLaterFindings(t *testing.T) {
 	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 	c.ok(apiVersions, 3, with(idA), nil)
 	c.ok(metadata, 12, with(idA), nil)
-	s.e.Gap(1, decode.ClientSide, decode.Where{Frame: 6})
+	s.e.Gap(1, decode.ClientSide, kafka.FrameRef{Frame: 6})
 	s.e.Event(1, &decode.Event{Kind: decode.EventResync, Side: decode.ClientSide, At: s.next(), Skipped: 100})
 	c.ok(metadata, 12, with(idB), nil)
 	res := s.done()
@@ -600,7 +609,7 @@ func TestCapsBoundTheReport(t *testing.T) {
 	s := newScript(t, Options{MaxConnections: 4, MaxInstances: 4, MaxFindings: 3})
 	for i := 1; i <= 10; i++ {
 		c := s.open(i, fmt.Sprintf("10.0.0.%d:5000", i), "10.0.0.99:9092", false)
-		id := decode.UUID{byte(i), 1}
+		id := kafka.UUID{byte(i), 1}
 		c.ok(apiVersions, 3, with(id), nil)
 		c.ok(metadata, 12, with(id), nil)
 		c.ok(metadata, 12, with(idB), nil) // header-id-changed
@@ -649,7 +658,7 @@ func TestBrokerIDReissuedEvidence(t *testing.T) {
 	if f.At.Frame != 11 || f.Severity != Warning || f.ConnID != 1 || !reflect.DeepEqual(f.Answer, Answer{State: Answered, Codes: []int16{0}}) {
 		t.Errorf("finding %+v", f)
 	}
-	wantRelated := []Related{{Frame{Frame: 5}, RoleFirstSeen}, {Frame{Frame: 10}, RoleRequest}}
+	wantRelated := []Related{{kafka.FrameRef{Frame: 5}, RoleFirstSeen}, {kafka.FrameRef{Frame: 10}, RoleRequest}}
 	if !reflect.DeepEqual(f.Related, wantRelated) {
 		t.Errorf("related %v, want frames 5 (first seen elsewhere) and 10 (the request)", f.Related)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // ValueKind says what an expected or seen value of a finding is. The
@@ -61,7 +62,7 @@ const (
 // member IDs), unescaped: the report escapes them for its formats.
 type Value struct {
 	Kind    ValueKind
-	ID      decode.UUID
+	ID      kafka.UUID
 	Text    string
 	Addr    netip.Addr
 	Version int16
@@ -108,7 +109,7 @@ const (
 
 // Related is a frame that supports a finding, and why.
 type Related struct {
-	Frame Frame
+	Frame kafka.FrameRef
 	Role  Role
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // FuzzEngine feeds random event sequences to the engine: connections
@@ -16,20 +17,20 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 	f.Add([]byte("\x00\x10\x21\x32\x43\x54\x65\x76\x87\x98\xa9\xba\xcb\xdc\xed\xfe"))
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		ids := []decode.UUID{{}, {15: 1}, idA, idB, idX}
+		ids := []kafka.UUID{{}, {15: 1}, idA, idB, idX}
 		keys := []int16{18, 3, 71, 72, 47, 11, 68, 0}
 		e := New(Options{Profile: ProfileChoice(len(ops) % 3)})
 		open := map[int]bool{}
 		corr := map[int]int32{}
 		frame := int64(0)
-		next := func() decode.Where { frame++; return decode.Where{Frame: frame} }
+		next := func() kafka.FrameRef { frame++; return kafka.FrameRef{Frame: frame} }
 		for i := 0; i+1 < len(ops); i += 2 {
 			op, arg := ops[i], ops[i+1]
 			conn := int(op>>4)%4 + 1
 			if !open[conn] {
 				open[conn] = true
-				e.Open(ConnInfo{ID: conn, Key: ConnKey{netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(conn % 2)}), uint16(5000+conn)),
-					netip.MustParseAddrPort("10.0.0.9:9092")}, MidStream: arg&1 == 1, First: next()})
+				e.Open(kafka.Conn{ID: conn, Endpoints: kafka.Endpoints{Client: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(conn % 2)}), uint16(5000+conn)),
+					Broker: netip.MustParseAddrPort("10.0.0.9:9092")}, MidStream: [2]bool{arg&1 == 1, arg&1 == 1}, First: next()})
 			}
 			switch op & 3 {
 			case 0, 1: // a request
@@ -58,7 +59,7 @@ func FuzzEngine(f *testing.F) {
 					e.Gap(conn, decode.Side(arg>>1&1), next())
 					e.Event(conn, &decode.Event{Kind: decode.EventResync, Side: decode.Side(arg >> 1 & 1), At: next()})
 				} else {
-					e.Close(conn, CloseInfo{ByBroker: arg&2 != 0, At: next()})
+					e.Close(conn, closedBy(arg&2 != 0, next()), decode.Outcome{})
 					delete(open, conn)
 				}
 			}
@@ -84,7 +85,7 @@ func FuzzEngine(f *testing.F) {
 			}
 		}
 		for conn := range open {
-			e.Close(conn, CloseInfo{})
+			e.Close(conn, kafka.Close{}, decode.Outcome{})
 		}
 		res := e.Result()
 		for _, f := range res.Findings {

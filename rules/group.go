@@ -2,6 +2,7 @@ package rules
 
 import (
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -43,7 +44,7 @@ type groupChecker struct {
 
 type assigned struct {
 	member string
-	at     Frame
+	at     kafka.FrameRef
 }
 
 type joinRequest struct {
@@ -139,7 +140,7 @@ func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 	if !ok || !m.HasErrorCode || m.ErrorCode != kerr.MemberIDRequired.Code {
 		return nil
 	}
-	a := assigned{member: m.Body.MemberID, at: frameOf(ev.At)}
+	a := assigned{member: m.Body.MemberID, at: ev.At}
 	ck := groupKey(connKey(c.info.ID), req.group)
 	g.required.set(ck, a)
 	gc.required = append(gc.required, ck)

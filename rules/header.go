@@ -2,6 +2,7 @@ package rules
 
 import (
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // The header rules (RULES.md §3).
@@ -56,7 +57,7 @@ func (*headerChecker) rules() []Rule { return headerRules }
 
 func (h *headerChecker) open(c *conn) connChecker {
 	hc := &headerConn{choice: h.choice}
-	hc.seed.midStream, hc.accepted.midStream, hc.oldClient.midStream = c.info.MidStream, c.info.MidStream, c.info.MidStream
+	hc.seed.midStream, hc.accepted.midStream, hc.oldClient.midStream = c.info.MidStream[kafka.ToBroker], c.info.MidStream[kafka.ToBroker], c.info.MidStream[kafka.ToBroker]
 	switch h.choice {
 	case ForceSeed:
 		hc.profile, hc.decided = ProfileSeed, true
@@ -172,13 +173,13 @@ type seedJudge struct {
 	midStream bool
 	started   bool
 	firstHas  bool // the first flexible-header request carried an ID
-	firstAt   Frame
-	est       decode.UUID
+	firstAt   kafka.FrameRef
+	est       kafka.UUID
 	hasEst    bool
-	estAt     Frame
+	estAt     kafka.FrameRef
 }
 
-func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
+func (j *seedJudge) judge(hv int, x headerID, at kafka.FrameRef) []cand {
 	if hv < 2 {
 		return nil // header v0/v1 requests are exempt
 	}
@@ -187,10 +188,10 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: x.id}})
 	}
 	if !j.started {
-		j.started, j.firstAt = true, frameOf(at)
+		j.started, j.firstAt = true, at
 		j.firstHas = x.carries
 		if x.carries {
-			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
+			j.est, j.hasEst, j.estAt = x.id, true, at
 		}
 		return out
 	}
@@ -201,7 +202,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 		out = append(out, cand{rule: HeaderIDDropped, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case !j.hasEst && x.carries && j.midStream:
 		// A mid-stream connection's established ID is the first one shown.
-		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
+		j.est, j.hasEst, j.estAt = x.id, true, at
 	case !j.hasEst && x.carries && !j.firstHas:
 		out = append(out, cand{rule: HeaderIDLate, expected: Value{Kind: ValueNoIDFirst}, seen: x.value()})
 	}
@@ -212,7 +213,7 @@ func (j *seedJudge) judge(hv int, x headerID, at decode.Where) []cand {
 // establishedAt is the frame that established the connection's ID or its
 // absence (RULES.md §3 evidence); none on a mid-stream connection that
 // showed no ID yet.
-func (j *seedJudge) establishedAt() (Frame, bool) {
+func (j *seedJudge) establishedAt() (kafka.FrameRef, bool) {
 	if j.hasEst {
 		return j.estAt, true
 	}
@@ -221,8 +222,8 @@ func (j *seedJudge) establishedAt() (Frame, bool) {
 
 // withEstablished adds the establishing frame to header findings, unless
 // it is the request's own.
-func withEstablished(out []cand, est Frame, has bool, at decode.Where) []cand {
-	if !has || est.Frame == 0 || est == frameOf(at) {
+func withEstablished(out []cand, est kafka.FrameRef, has bool, at kafka.FrameRef) []cand {
+	if !has || est.Frame == 0 || est.Same(at) {
 		return out
 	}
 	for i := range out {
@@ -237,10 +238,10 @@ func withEstablished(out []cand, est Frame, has bool, at decode.Where) []cand {
 type acceptedJudge struct {
 	midStream bool
 	started   bool
-	firstAt   Frame
-	est       decode.UUID
+	firstAt   kafka.FrameRef
+	est       kafka.UUID
 	hasEst    bool
-	estAt     Frame
+	estAt     kafka.FrameRef
 }
 
 // usesV3 reports whether a request uses header v3: its API version is
@@ -250,7 +251,7 @@ func usesV3(hv int, x headerID) bool {
 	return hv == 3 || hv == 2 && x.tag
 }
 
-func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at decode.Where) []cand {
+func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at kafka.FrameRef) []cand {
 	if !usesV3(hv, x) || h.APIKey == decode.KeySaslHandshake {
 		return nil
 	}
@@ -259,10 +260,10 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 		out = append(out, cand{rule: HeaderIDReserved, expected: Value{Kind: ValueNonReserved}, seen: x.value()})
 	}
 	if !j.started {
-		j.started, j.firstAt = true, frameOf(at)
+		j.started, j.firstAt = true, at
 		switch {
 		case x.carries && !x.id.IsOne():
-			j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
+			j.est, j.hasEst, j.estAt = x.id, true, at
 		case !x.tag && !j.midStream:
 			out = append(out, cand{rule: HeaderIDMissingFirst, expected: Value{Kind: ValueFirstV3ID}, seen: Value{Kind: ValueNoID}})
 		}
@@ -272,12 +273,12 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at de
 	case x.carries && j.hasEst && x.id != j.est:
 		out = append(out, cand{rule: HeaderIDChanged, expected: Value{Kind: ValueID, ID: j.est}, seen: x.value()})
 	case x.carries && !j.hasEst && j.midStream:
-		j.est, j.hasEst, j.estAt = x.id, true, frameOf(at)
+		j.est, j.hasEst, j.estAt = x.id, true, at
 	}
 	if !h.ClientIDNull {
 		out = append(out, cand{rule: HeaderClientIDRepeated, expected: Value{Kind: ValueNullClientID}, seen: Value{Kind: ValueClientID, Text: h.ClientID}})
 	}
-	if x.carries && j.hasEst && x.id == j.est && frameOf(at) != j.estAt {
+	if x.carries && j.hasEst && x.id == j.est && !at.Same(j.estAt) {
 		out = append(out, cand{rule: HeaderIDRepeated, expected: Value{Kind: ValueNoIDRepeated}, seen: x.value()})
 	}
 	if j.hasEst {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // The inventory's rules (RULES.md §7), about client instance IDs across
@@ -31,16 +32,16 @@ var inventoryRules = []Rule{
 // was seen) and applies the rules about them across connections.
 type inventoryChecker struct {
 	max       int // instances kept, the most recently seen
-	instances map[decode.UUID]*instanceState
+	instances map[kafka.UUID]*instanceState
 	seq       int64 // requests carrying an instance ID, for eviction order
 	splits    map[splitKey]bool
-	clients   map[clientKey]map[decode.UUID]*idUse // open connections by client
-	dropped   int64                                // instances forgotten
+	clients   map[clientKey]map[kafka.UUID]*idUse // open connections by client
+	dropped   int64                               // instances forgotten
 }
 
 func newInventoryChecker(maxInstances int) *inventoryChecker {
-	return &inventoryChecker{max: maxInstances, instances: map[decode.UUID]*instanceState{},
-		splits: map[splitKey]bool{}, clients: map[clientKey]map[decode.UUID]*idUse{}}
+	return &inventoryChecker{max: maxInstances, instances: map[kafka.UUID]*instanceState{},
+		splits: map[splitKey]bool{}, clients: map[clientKey]map[kafka.UUID]*idUse{}}
 }
 
 func (*inventoryChecker) rules() []Rule { return inventoryRules }
@@ -72,18 +73,18 @@ func (ic *inventoryConn) close(c *conn, _ CloseInfo) []cand {
 // four small maps each cost more memory than anything else the engine
 // kept.
 type instanceState struct {
-	id          decode.UUID
+	id          kafka.UUID
 	clientIDs   []string
 	addrs       []addrFrame // first frame per client address
 	brokers     []netip.AddrPort
 	conns       []int
-	first, last decode.Where
+	first, last kafka.FrameRef
 	seq         int64 // when it was last seen, in requests
 }
 
 type addrFrame struct {
 	addr  netip.Addr
-	frame Frame
+	frame kafka.FrameRef
 }
 
 // addOnce appends v to list unless it is there or the list is full.
@@ -119,12 +120,12 @@ func (v *inventoryChecker) evictInstances() {
 type splitKey struct {
 	addr     netip.Addr
 	clientID string
-	a, b     decode.UUID
+	a, b     kafka.UUID
 }
 
 // instanceSeen updates the inventory with a request that carries a header
 // ID and returns the §7 findings it causes.
-func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at decode.Where) []cand {
+func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at kafka.FrameRef) []cand {
 	v := ic.v
 	if !x.carries || x.id.IsOne() {
 		return nil
@@ -143,13 +144,13 @@ func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at decode.Where) []ca
 	if c.clientID != "" {
 		in.clientIDs = addOnce(in.clientIDs, c.clientID)
 	}
-	in.brokers = addOnce(in.brokers, c.info.Key.Broker)
+	in.brokers = addOnce(in.brokers, c.info.Endpoints.Broker)
 	in.conns = addOnce(in.conns, c.info.ID)
 	var out []cand
-	addr := c.info.Key.Client.Addr()
+	addr := c.info.Endpoints.Client.Addr()
 	known := slices.ContainsFunc(in.addrs, func(a addrFrame) bool { return a.addr == addr })
 	if !known && len(in.addrs) < maxPerInstance {
-		in.addrs = append(in.addrs, addrFrame{addr, frameOf(at)})
+		in.addrs = append(in.addrs, addrFrame{addr, at})
 		if len(in.addrs) == 2 {
 			// A second address: reported once, as the list only grows.
 			out = append(out, cand{rule: InstanceIDShared, expected: Value{Kind: ValueOneAddress, Addr: in.addrs[0].addr},
@@ -199,7 +200,7 @@ type clientKey struct {
 // idUse counts a client's open connections that carry one instance ID.
 type idUse struct {
 	open  int
-	first Frame // the first frame of the first such connection
+	first kafka.FrameRef // the first frame of the first such connection
 }
 
 // index records a connection under its client once it shows both a
@@ -208,16 +209,16 @@ func (ic *inventoryConn) index(c *conn) {
 	if ic.indexed != nil || c.clientID == "" || !c.hasFirstID {
 		return
 	}
-	k := &clientKey{c.info.Key.Client.Addr(), c.clientID}
+	k := &clientKey{c.info.Endpoints.Client.Addr(), c.clientID}
 	ic.indexed = k
 	ids := ic.v.clients[*k]
 	if ids == nil {
-		ids = map[decode.UUID]*idUse{}
+		ids = map[kafka.UUID]*idUse{}
 		ic.v.clients[*k] = ids
 	}
 	u := ids[c.firstID]
 	if u == nil {
-		u = &idUse{first: frameOf(c.info.First)}
+		u = &idUse{first: c.info.First}
 		ids[c.firstID] = u
 	}
 	u.open++
@@ -242,7 +243,7 @@ func (ic *inventoryConn) unindex(c *conn) {
 
 // list is the inventory, with the telemetry ID each instance got as
 // telemetryID says.
-func (v *inventoryChecker) list(telemetryID func(inst decode.UUID) (decode.UUID, bool)) []Instance {
+func (v *inventoryChecker) list(telemetryID func(inst kafka.UUID) (kafka.UUID, bool)) []Instance {
 	var out []Instance
 	for _, in := range v.instances {
 		i := Instance{ID: in.id, First: in.first, Last: in.last}

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // Severity of a finding.
@@ -67,27 +67,15 @@ const (
 	ForceAccepted
 )
 
-// Endpoint pair of a connection.
-type ConnKey struct {
-	Client netip.AddrPort
-	Broker netip.AddrPort
-}
-
-// Frame names a frame of an input file.
-type Frame struct {
-	File  int
-	Frame int64
-}
-
 // Finding is one rule that fired, with its evidence as values: the report
 // words it.
 type Finding struct {
 	Rule     string
 	Severity Severity
-	At       decode.Where // the frame the finding points at (request, or response for the broker's answer)
+	At       kafka.FrameRef // the frame the finding points at (request, or response for the broker's answer)
 	// Related are frames that support it, each with its role.
 	Related    []Related
-	Conn       ConnKey
+	Conn       kafka.Endpoints
 	ConnID     int
 	APIKey     int16
 	APIVersion int16
@@ -137,8 +125,8 @@ type Broker struct {
 	Verdict  Verdict
 	// EnforceFrames are the responses (or closes) that rejected a
 	// violating request; IgnoreFrames the ones that accepted one.
-	EnforceFrames []Frame
-	IgnoreFrames  []Frame
+	EnforceFrames []kafka.FrameRef
+	IgnoreFrames  []kafka.FrameRef
 	Connections   int
 	// Telemetry says whether its ApiVersions offered keys 71 and 72
 	// (unknown when no ApiVersions response was seen).
@@ -149,11 +137,11 @@ type Broker struct {
 // Connection is the summary of one connection.
 type Connection struct {
 	ID        int
-	Key       ConnKey
+	Key       kafka.Endpoints
 	ClientID  string
 	HasClient bool
 	// InstanceID is the connection's established (or first) header ID.
-	InstanceID    decode.UUID
+	InstanceID    kafka.UUID
 	HasInstanceID bool
 	Profile       Profile
 	MidStream     bool
@@ -163,19 +151,19 @@ type Connection struct {
 	Unanswered    int64
 	Gaps          int
 	NotKafka      string
-	First, Last   decode.Where
+	First, Last   kafka.FrameRef
 }
 
 // Instance is one client instance ID and where it was seen.
 type Instance struct {
-	ID          decode.UUID
+	ID          kafka.UUID
 	ClientIDs   []string
 	Addresses   []netip.Addr
 	Brokers     []netip.AddrPort
 	Connections []int
-	First, Last decode.Where
+	First, Last kafka.FrameRef
 	// TelemetryIDs are the telemetry client instance IDs it used.
-	TelemetryIDs []decode.UUID
+	TelemetryIDs []kafka.UUID
 }
 
 // Matrix counts connections per client kind (old: no header IDs, new:

@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/kidscope/kidscope/decode"
+import (
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
+)
 
 // The rules about what the capture cannot show (RULES.md §8).
 const (
@@ -65,7 +68,7 @@ func (sc *streamConn) close(c *conn, ci CloseInfo) []cand {
 			out = append(out, cand{rule: StreamGap, at: c.last, stream: Stream{Kind: LostBytes, Side: decode.Side(s)}})
 		}
 	}
-	if c.info.MidStream && c.sawKafka {
+	if c.info.MidStream[kafka.ToBroker] && c.sawKafka {
 		out = append(out, cand{rule: StreamMidStart, at: c.info.First, stream: Stream{Kind: MissedStart}})
 	}
 	if n := ci.Counters.Unanswered; n > 0 {

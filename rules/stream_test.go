@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 func TestStreamChecker(t *testing.T) {
@@ -11,11 +12,11 @@ func TestStreamChecker(t *testing.T) {
 		{"lost bytes, not Kafka, a missed start, unanswered requests", Options{}, func(s *script) {
 			c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", true) // 1
 			c.ok(metadata, 12, none(), nil)                        // 2,3
-			s.e.Gap(1, decode.ClientSide, decode.Where{Frame: 3})
+			s.e.Gap(1, decode.ClientSide, kafka.FrameRef{Frame: 3})
 			s.e.Event(1, &decode.Event{Kind: decode.EventResync, Side: decode.ClientSide, At: s.next(), Skipped: 10}) // 4
-			s.e.Gap(1, decode.BrokerSide, decode.Where{Frame: 4})
+			s.e.Gap(1, decode.BrokerSide, kafka.FrameRef{Frame: 4})
 			s.e.Event(1, &decode.Event{Kind: decode.EventNotKafka, At: s.next(), Reason: "TLS"}) // 5
-			s.e.Close(1, CloseInfo{Counters: decode.Counters{Unanswered: 2}})
+			s.e.Close(1, kafka.Close{}, decode.Outcome{Counters: decode.Counters{Unanswered: 2}})
 		}, []typed{
 			{rule: StreamMidStart, at: 1, stream: Stream{Kind: MissedStart}},
 			{rule: StreamGap, at: 4, stream: Stream{Kind: LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 10}},

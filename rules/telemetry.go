@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // The telemetry rules (RULES.md §4), about the client's requests and the
@@ -70,26 +71,26 @@ type telemetryChecker struct {
 	got bounded[string, gotID]
 	// known are the IDs a GetTelemetrySubscriptions exchange assigned or
 	// accepted, and where.
-	known bounded[decode.UUID, Frame]
+	known bounded[kafka.UUID, kafka.FrameRef]
 	// terminated are IDs a terminating push used, and where, until a
 	// GetTelemetrySubscriptions exchange assigns or accepts them again.
-	terminated bounded[decode.UUID, sighting]
+	terminated bounded[kafka.UUID, sighting]
 	// reissued are IDs a broker assigned to more than one client
 	// (broker-id-reissued): one client's terminating push then ends only
 	// its own use of the ID.
-	reissued bounded[decode.UUID, Frame]
+	reissued bounded[kafka.UUID, kafka.FrameRef]
 	// seen is where each ID was first used as a header or telemetry ID or
 	// assigned by a broker, for broker-id-reissued.
-	seen bounded[decode.UUID, sightings]
+	seen bounded[kafka.UUID, sightings]
 }
 
 // sighting is one place an ID was used or assigned: the frame, the
 // connection, and the client instance ID that connection goes by (its
 // header ID), which links connections of one client.
 type sighting struct {
-	at      Frame
+	at      kafka.FrameRef
 	conn    int
-	inst    decode.UUID
+	inst    kafka.UUID
 	hasInst bool
 }
 
@@ -108,38 +109,38 @@ type sightings struct {
 
 // elsewhere returns the frame where the ID was first seen from another
 // client instance than q.
-func (s sightings) elsewhere(q sighting) (Frame, bool) {
+func (s sightings) elsewhere(q sighting) (kafka.FrameRef, bool) {
 	if !sameClient(s.first, q) {
 		return s.first.at, true
 	}
 	if s.hasOther && !sameClient(s.other, q) {
 		return s.other.at, true
 	}
-	return Frame{}, false
+	return kafka.FrameRef{}, false
 }
 
 type gotID struct {
-	id decode.UUID
-	at Frame
+	id kafka.UUID
+	at kafka.FrameRef
 }
 
 type teleRequest struct {
 	h        headerID
-	body     decode.UUID // v0 body ID (R)
+	body     kafka.UUID // v0 body ID (R)
 	hasBody  bool
-	ident    decode.UUID // the ID it identifies itself by
+	ident    kafka.UUID // the ID it identifies itself by
 	hasIdent bool
-	at       Frame
+	at       kafka.FrameRef
 }
 
 func newTelemetryChecker() *telemetryChecker {
-	return &telemetryChecker{got: newBounded[string, gotID](), known: newBounded[decode.UUID, Frame](),
-		terminated: newBounded[decode.UUID, sighting](), reissued: newBounded[decode.UUID, Frame](),
-		seen: newBounded[decode.UUID, sightings]()}
+	return &telemetryChecker{got: newBounded[string, gotID](), known: newBounded[kafka.UUID, kafka.FrameRef](),
+		terminated: newBounded[kafka.UUID, sighting](), reissued: newBounded[kafka.UUID, kafka.FrameRef](),
+		seen: newBounded[kafka.UUID, sightings]()}
 }
 
-func connKey(id int) string           { return "c:" + strconv.Itoa(id) }
-func headerKey(id decode.UUID) string { return "h:" + id.String() }
+func connKey(id int) string          { return "c:" + strconv.Itoa(id) }
+func headerKey(id kafka.UUID) string { return "h:" + id.String() }
 
 func (t *telemetryChecker) rules() []Rule { return telemetryRules }
 
@@ -147,7 +148,7 @@ func (t *telemetryChecker) open(*conn) connChecker { return &teleConn{t: t} }
 
 // telemetryIDOf returns the telemetry ID the client instance with header
 // ID inst got, for the inventory.
-func (t *telemetryChecker) telemetryIDOf(inst decode.UUID) (decode.UUID, bool) {
+func (t *telemetryChecker) telemetryIDOf(inst kafka.UUID) (kafka.UUID, bool) {
 	g, ok := t.got.get(headerKey(inst))
 	return g.id, ok
 }
@@ -164,7 +165,7 @@ type teleConn struct {
 // body's ID; for v1 the header ID, else the connection's (its first
 // non-zero header ID, RULES.md §1 "established ID" for the telemetry
 // rules).
-func identity(c *conn, ev *decode.Event, x headerID) (decode.UUID, bool) {
+func identity(c *conn, ev *decode.Event, x headerID) (kafka.UUID, bool) {
 	m := &ev.Msg
 	if m.Request.APIVersion == 0 {
 		return m.Body.InstanceID, m.HasBody && m.Body.HasInstanceID
@@ -176,14 +177,14 @@ func identity(c *conn, ev *decode.Event, x headerID) (decode.UUID, bool) {
 }
 
 // sightingOf is a sighting at frame at on connection c.
-func sightingOf(c *conn, x headerID, at Frame) sighting {
+func sightingOf(c *conn, x headerID, at kafka.FrameRef) sighting {
 	inst, has := c.instanceOf(x)
 	return sighting{at: at, conn: c.info.ID, inst: inst, hasInst: has}
 }
 
 // sight records that id was used or assigned at s. Reserved IDs are no
 // one's.
-func (t *telemetryChecker) sight(id decode.UUID, s sighting) {
+func (t *telemetryChecker) sight(id kafka.UUID, s sighting) {
 	if id.IsReserved() {
 		return
 	}
@@ -200,7 +201,7 @@ func (t *telemetryChecker) sight(id decode.UUID, s sighting) {
 // endedFor reports whether the terminating push term ended the use of id
 // by the client that pushes at q: always, unless a broker handed id to
 // several clients (broker-id-reissued) and term came from another one.
-func (t *telemetryChecker) endedFor(id decode.UUID, term, q sighting) bool {
+func (t *telemetryChecker) endedFor(id kafka.UUID, term, q sighting) bool {
 	if _, shared := t.reissued.get(id); shared {
 		return sameClient(term, q)
 	}
@@ -215,7 +216,7 @@ func (t *telemetryChecker) endedFor(id decode.UUID, term, q sighting) bool {
 func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	t, x := tc.t, q.x
 	if x.carries && (q.setsFirstID || x.id != c.firstID) {
-		t.sight(x.id, sighting{at: frameOf(q.at), conn: c.info.ID, inst: x.id, hasInst: true})
+		t.sight(x.id, sighting{at: q.at, conn: c.info.ID, inst: x.id, hasInst: true})
 	}
 	h := &ev.Msg.Request
 	if h.APIKey != decode.KeyGetTelemetrySubscriptions && h.APIKey != decode.KeyPushTelemetry {
@@ -225,7 +226,7 @@ func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	if h.APIVersion == 0 && !m.HasBody {
 		return nil // the body did not decode: nothing to compare
 	}
-	at := frameOf(ev.At)
+	at := ev.At
 	ident, hasIdent := identity(c, ev, x)
 	if hasIdent {
 		t.sight(ident, sightingOf(c, x, at))
@@ -295,7 +296,7 @@ func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 	}
 	var out []cand
 	b := m.Body.InstanceID
-	var got decode.UUID
+	var got kafka.UUID
 	asked := Related{req.at, RoleRequest}
 	if req.hasBody {
 		r := req.body
@@ -308,15 +309,15 @@ func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 				related: []Related{asked}})
 		case r.IsZero() && !req.h.carries && !b.IsReserved():
 			if v, ok := t.seen.get(b); ok {
-				if first, ok := v.elsewhere(sightingOf(c, req.h, frameOf(ev.At))); ok {
+				if first, ok := v.elsewhere(sightingOf(c, req.h, ev.At)); ok {
 					out = append(out, cand{rule: BrokerIDReissued, expected: Value{Kind: ValueNewID},
 						seen: Value{Kind: ValueSeenElsewhereID, ID: b}, related: []Related{{first, RoleFirstSeen}, asked}})
-					t.reissued.set(b, frameOf(ev.At))
+					t.reissued.set(b, ev.At)
 				}
 			}
 		}
 		if !b.IsZero() {
-			t.sight(b, sightingOf(c, req.h, frameOf(ev.At)))
+			t.sight(b, sightingOf(c, req.h, ev.At))
 		}
 		switch {
 		case !b.IsZero():
@@ -328,7 +329,7 @@ func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 		got = req.ident
 	}
 	if !got.IsReserved() {
-		at := frameOf(ev.At)
+		at := ev.At
 		t.known.set(got, at)
 		t.terminated.delete(got)
 		t.got.set(connKey(c.info.ID), gotID{got, at})
