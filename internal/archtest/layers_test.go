@@ -185,4 +185,3 @@ func sharedShape(st *ast.StructType) string {
 	}
 	return ""
 }
-
