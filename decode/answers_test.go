@@ -313,8 +313,8 @@ func TestConnAnswers(t *testing.T) {
 	w.response(3, 12, 4, rejected())
 	for _, all := range []bool{false, true} {
 		c := NewConn(Options{AllAnswers: all})
-		c.Start(ClientSide, false)
-		c.Start(BrokerSide, false)
+		c.Start(kafka.ToBroker, false)
+		c.Start(kafka.ToClient, false)
 		var got []string
 		for _, e := range messages(feed(c, w, [2][]int{})) {
 			if e.Kind == EventResponse {
@@ -414,8 +414,8 @@ func TestConnAcksZero(t *testing.T) {
 	w.response(0, 9, 2, &kmsg.ProduceResponse{})
 	w.request(0, 9, 3, "p", nil, &kmsg.ProduceRequest{Acks: 0, TimeoutMillis: 100})
 	c := NewConn(Options{})
-	c.Start(ClientSide, false)
-	c.Start(BrokerSide, false)
+	c.Start(kafka.ToBroker, false)
+	c.Start(kafka.ToClient, false)
 	var noResp []int32
 	for _, e := range messages(feed(c, w, [2][]int{})) {
 		if e.Kind == EventRequest && e.Msg.NoResponse {

@@ -49,7 +49,7 @@ func BenchmarkConnFeed(b *testing.B) {
 // instance ID.
 func BenchmarkRequestHeader(b *testing.B) {
 	w := benchWire()
-	hdr := w.side[ClientSide][4:60]
+	hdr := w.side[kafka.ToBroker][4:60]
 	table := DefaultAPITable()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -75,9 +75,9 @@ func BenchmarkResync(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c := NewConn(Options{})
-		c.Start(BrokerSide, true)
+		c.Start(kafka.ToClient, true)
 		for k := 0; k < len(noise); k += 1448 {
-			c.Feed(BrokerSide, noise[k:min(k+1448, len(noise))], []kafka.Span{{End: min(1448, len(noise)-k)}})
+			c.Feed(kafka.ToClient, noise[k:min(k+1448, len(noise))], []kafka.Span{{End: min(1448, len(noise)-k)}})
 		}
 	}
 }

@@ -121,8 +121,8 @@ type Conn struct {
 // NewConn returns the decoder of one connection.
 func NewConn(opt Options) *Conn {
 	c := &Conn{opt: opt.withDefaults()}
-	c.side[ClientSide].side = ClientSide
-	c.side[BrokerSide].side = BrokerSide
+	c.side[kafka.ToBroker].side = kafka.ToBroker
+	c.side[kafka.ToClient].side = kafka.ToClient
 	return c
 }
 
@@ -146,7 +146,7 @@ func (c *Conn) Outcome() Outcome {
 
 // Start tells the decoder that a side begins; midStream means its first
 // byte may sit anywhere inside a frame (the capture missed the handshake).
-func (c *Conn) Start(s Side, midStream bool) {
+func (c *Conn) Start(s kafka.Direction, midStream bool) {
 	f := &c.side[s]
 	f.midStart = midStream
 	if midStream {
@@ -156,7 +156,7 @@ func (c *Conn) Start(s Side, midStream bool) {
 
 // Lost tells the decoder that n bytes of a side are missing: framing is
 // resynchronised on the bytes that follow.
-func (c *Conn) Lost(s Side) {
+func (c *Conn) Lost(s kafka.Direction) {
 	c.side[s].lose()
 	c.accountScan()
 }
@@ -164,14 +164,14 @@ func (c *Conn) Lost(s Side) {
 // Feed decodes the next bytes of one side. spans map offsets in data to
 // the frame where they became available. The events returned are valid
 // until the next call (on any Conn sharing the Options' Scratch).
-func (c *Conn) Feed(s Side, data []byte, spans []kafka.Span) []Event {
+func (c *Conn) Feed(s kafka.Direction, data []byte, spans []kafka.Span) []Event {
 	c.begin()
 	defer c.end()
 	if c.dead || len(data) == 0 {
 		return c.events
 	}
 	f := &c.side[s]
-	if !f.synced && !f.lost && f.got == 0 && f.nSize == 0 && s == ClientSide && isTLSStart(data) {
+	if !f.synced && !f.lost && f.got == 0 && f.nSize == 0 && s == kafka.ToBroker && isTLSStart(data) {
 		c.notKafka(s, spans[0].At, "TLS")
 		return c.events
 	}
@@ -181,7 +181,7 @@ func (c *Conn) Feed(s Side, data []byte, spans []kafka.Span) []Event {
 		return c.events
 	}
 	c.frameBytes(f, data, spans)
-	if s == ClientSide {
+	if s == kafka.ToBroker {
 		c.rescanBroker()
 	}
 	return c.events
@@ -261,7 +261,7 @@ func (c *Conn) Finish() []Event {
 		}
 		if !f.lost && (f.nSize > 0 || f.got > 0) {
 			c.events = append(c.events, Event{Kind: EventTruncated, Side: f.side, At: f.lastAt,
-				Err: fmt.Errorf("stream ends inside a %s frame: %d of %d bytes", f.side, f.got, f.size)})
+				Err: fmt.Errorf("stream ends inside a %s frame: %d of %d bytes", f.side.Carries(), f.got, f.size)})
 		}
 	}
 	c.cnt.Unanswered += int64(c.pending.len())
@@ -274,7 +274,7 @@ func (c *Conn) Finish() []Event {
 
 // framer follows the frames of one side.
 type framer struct {
-	side   Side
+	side   kafka.Direction
 	synced bool // a frame was decoded on this side
 	// midStart: the side began inside the stream, possibly inside a
 	// message larger than any scan, so only TLS records prove it is not
@@ -489,7 +489,7 @@ func (c *Conn) loseWith(f *framer, seen []byte) {
 	}
 }
 
-func (c *Conn) sizeOK(s Side, size int) bool {
+func (c *Conn) sizeOK(s kafka.Direction, size int) bool {
 	if c.saslTokens {
 		return size >= 0 && size <= int(c.opt.MaxFrameSize) // a SASL token may have any size, even zero
 	}
@@ -499,9 +499,9 @@ func (c *Conn) sizeOK(s Side, size int) bool {
 // frameSize reports whether size can be the size field of a Kafka frame on
 // side s: from its fixed header (a request's API key, version and
 // correlation ID; a response's correlation ID) to MaxFrameSize.
-func (c *Conn) frameSize(s Side, size int) bool {
+func (c *Conn) frameSize(s kafka.Direction, size int) bool {
 	least := 4
-	if s == ClientSide {
+	if s == kafka.ToBroker {
 		least = 8
 	}
 	return size >= least && size <= int(c.opt.MaxFrameSize)
@@ -509,8 +509,8 @@ func (c *Conn) frameSize(s Side, size int) bool {
 
 // initialWant is how much of a frame to collect before the first parse:
 // enough for most headers, never more than the frame.
-func initialWant(s Side, size int) int {
-	if s == ClientSide {
+func initialWant(s kafka.Direction, size int) int {
+	if s == kafka.ToBroker {
 		return min(size, 96)
 	}
 	return min(size, 4)
@@ -520,7 +520,7 @@ func initialWant(s Side, size int) int {
 // is known; false when it asked for more bytes (f.want grew) or lost
 // framing (f.lost set).
 func (c *Conn) parseHead(f *framer) bool {
-	if f.side == ClientSide {
+	if f.side == kafka.ToBroker {
 		return c.parseRequestHead(f)
 	}
 	return c.parseResponseHead(f)
@@ -662,7 +662,7 @@ func (c *Conn) completeFrame(f *framer, w kafka.FrameRef) {
 	}
 	switch {
 	case !f.headed:
-		c.malformed(f, w, fmt.Errorf("empty %s frame", f.side))
+		c.malformed(f, w, fmt.Errorf("empty %s frame", f.side.Carries()))
 	case f.kind == EventSASLToken:
 		c.cnt.SASLTokens++
 		c.events = append(c.events, Event{Kind: EventSASLToken, Side: f.side, At: w})
@@ -701,7 +701,7 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 		c.cnt.PendingEvicted++
 		c.cnt.Unanswered++
 	}
-	c.events = append(c.events, Event{Kind: EventRequest, Side: ClientSide, At: w, Msg: m})
+	c.events = append(c.events, Event{Kind: EventRequest, Side: kafka.ToBroker, At: w, Msg: m})
 }
 
 func (c *Conn) completeResponse(f *framer, w kafka.FrameRef) {
@@ -737,7 +737,7 @@ func (c *Conn) completeResponse(f *framer, w kafka.FrameRef) {
 			}
 		}
 	}
-	c.events = append(c.events, Event{Kind: EventResponse, Side: BrokerSide, At: w, Msg: m})
+	c.events = append(c.events, Event{Kind: EventResponse, Side: kafka.ToClient, At: w, Msg: m})
 }
 
 // decodeReadBody decodes the body of a response the rules read: its fields
@@ -779,7 +779,7 @@ func (c *Conn) malformed(f *framer, w kafka.FrameRef, err error) {
 	c.events = append(c.events, Event{Kind: EventMalformed, Side: f.side, At: w, Err: err})
 }
 
-func (c *Conn) notKafka(s Side, w kafka.FrameRef, reason string) {
+func (c *Conn) notKafka(s kafka.Direction, w kafka.FrameRef, reason string) {
 	c.dead, c.notKafkaReason = true, reason
 	c.events = append(c.events, Event{Kind: EventNotKafka, Side: s, At: w, Reason: reason})
 }

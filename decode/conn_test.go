@@ -21,7 +21,7 @@ type wire struct {
 }
 
 type item struct {
-	side Side
+	side kafka.Direction
 	end  int // offset in side's bytes just past the frame
 	key  int16
 	ver  int16
@@ -44,8 +44,8 @@ func (w *wire) request(key, ver int16, corr int32, clientID string, id *kafka.UU
 		body.SetVersion(ver)
 		b = body.AppendTo(nil)
 	}
-	w.side[ClientSide] = AppendRequest(w.side[ClientSide], h, b)
-	w.items = append(w.items, item{ClientSide, len(w.side[ClientSide]), key, ver, corr})
+	w.side[kafka.ToBroker] = AppendRequest(w.side[kafka.ToBroker], h, b)
+	w.items = append(w.items, item{kafka.ToBroker, len(w.side[kafka.ToBroker]), key, ver, corr})
 }
 
 func (w *wire) response(key, ver int16, corr int32, body kmsg.Response) {
@@ -55,8 +55,8 @@ func (w *wire) response(key, ver int16, corr int32, body kmsg.Response) {
 		body.SetVersion(ver)
 		b = body.AppendTo(nil)
 	}
-	w.side[BrokerSide] = AppendResponse(w.side[BrokerSide], corr, api.ResponseHeaderVersion(ver), b)
-	w.items = append(w.items, item{BrokerSide, len(w.side[BrokerSide]), key, ver, corr})
+	w.side[kafka.ToClient] = AppendResponse(w.side[kafka.ToClient], corr, api.ResponseHeaderVersion(ver), b)
+	w.items = append(w.items, item{kafka.ToClient, len(w.side[kafka.ToClient]), key, ver, corr})
 }
 
 // conversation is a client's typical opening plus the APIs the rules read.
@@ -90,7 +90,7 @@ func feed(c *Conn, w *wire, cuts [2][]int) []Event {
 	var out []Event
 	var pos [2]int
 	chunk := [2]int{}
-	deliver := func(s Side, upto int) {
+	deliver := func(s kafka.Direction, upto int) {
 		for pos[s] < upto {
 			end := upto
 			for _, cut := range cuts[s] {
@@ -124,8 +124,8 @@ func messages(evs []Event) []Event {
 func TestConnWholeConversation(t *testing.T) {
 	w := conversation()
 	c := NewConn(Options{})
-	c.Start(ClientSide, false)
-	c.Start(BrokerSide, false)
+	c.Start(kafka.ToBroker, false)
+	c.Start(kafka.ToClient, false)
 	evs := feed(c, w, [2][]int{})
 	msgs := messages(evs)
 	if len(msgs) != len(w.items) {
@@ -137,14 +137,14 @@ func TestConnWholeConversation(t *testing.T) {
 			t.Errorf("message %d: got side %v key %d v%d corr %d, want %v key %d v%d corr %d", i, m.Side,
 				m.Msg.Request.APIKey, m.Msg.Request.APIVersion, m.Msg.Request.CorrelationID, it.side, it.key, it.ver, it.corr)
 		}
-		if m.Side == BrokerSide && !m.Msg.Matched {
+		if m.Side == kafka.ToClient && !m.Msg.Matched {
 			t.Errorf("response %d not matched", i)
 		}
 		if m.Msg.BodyErr != nil {
 			t.Errorf("message %d: body error %v", i, m.Msg.BodyErr)
 		}
 	}
-	byKey := func(side Side, key int16) Message {
+	byKey := func(side kafka.Direction, key int16) Message {
 		for _, m := range msgs {
 			if m.Side == side && m.Msg.Request.APIKey == key {
 				return m.Msg
@@ -153,31 +153,31 @@ func TestConnWholeConversation(t *testing.T) {
 		t.Fatalf("no %v of key %d", side, key)
 		return Message{}
 	}
-	if m := byKey(ClientSide, 18); m.Request.HasInstanceID || m.Request.ClientID != "kgo" || m.Request.HeaderVersion != 2 {
+	if m := byKey(kafka.ToBroker, 18); m.Request.HasInstanceID || m.Request.ClientID != "kgo" || m.Request.HeaderVersion != 2 {
 		t.Errorf("ApiVersions header: %+v", m.Request)
 	}
-	if m := byKey(BrokerSide, 18); !m.HasErrorCode || m.ErrorCode != 0 || len(m.Body.APIVersions) != 2 || m.Response.HeaderVersion != 0 {
+	if m := byKey(kafka.ToClient, 18); !m.HasErrorCode || m.ErrorCode != 0 || len(m.Body.APIVersions) != 2 || m.Response.HeaderVersion != 0 {
 		t.Errorf("ApiVersions response: %+v", m)
 	}
-	if m := byKey(ClientSide, 3); !m.Request.HasInstanceID || m.Request.InstanceID != testID {
+	if m := byKey(kafka.ToBroker, 3); !m.Request.HasInstanceID || m.Request.InstanceID != testID {
 		t.Errorf("Metadata header instance ID: %+v", m.Request)
 	}
-	if m := byKey(ClientSide, 71); !m.HasBody || m.Body.InstanceID != testID {
+	if m := byKey(kafka.ToBroker, 71); !m.HasBody || m.Body.InstanceID != testID {
 		t.Errorf("GetTelemetrySubscriptions body: %+v", m)
 	}
-	if m := byKey(BrokerSide, 71); m.Body.InstanceID != testID || m.Body.SubscriptionID != 7 || m.Response.HeaderVersion != 1 {
+	if m := byKey(kafka.ToClient, 71); m.Body.InstanceID != testID || m.Body.SubscriptionID != 7 || m.Response.HeaderVersion != 1 {
 		t.Errorf("GetTelemetrySubscriptions response: %+v", m)
 	}
-	if m := byKey(ClientSide, 72); !m.Body.Terminating || m.Body.SubscriptionID != 7 {
+	if m := byKey(kafka.ToBroker, 72); !m.Body.Terminating || m.Body.SubscriptionID != 7 {
 		t.Errorf("PushTelemetry body: %+v", m.Body)
 	}
-	if m := byKey(BrokerSide, 72); m.ErrorCode != 42 {
+	if m := byKey(kafka.ToClient, 72); m.ErrorCode != 42 {
 		t.Errorf("PushTelemetry response code %d", m.ErrorCode)
 	}
-	if m := byKey(BrokerSide, 11); m.ErrorCode != 79 || m.Body.MemberID != "m-1" {
+	if m := byKey(kafka.ToClient, 11); m.ErrorCode != 79 || m.Body.MemberID != "m-1" {
 		t.Errorf("JoinGroup response: %+v", m)
 	}
-	if m := byKey(ClientSide, 68); m.Body.GroupID != "g" || m.Body.MemberID != "" {
+	if m := byKey(kafka.ToBroker, 68); m.Body.GroupID != "g" || m.Body.MemberID != "" {
 		t.Errorf("ConsumerGroupHeartbeat body: %+v", m.Body)
 	}
 	if n := c.Counters(); n.Requests != 7 || n.Responses != 7 || n.Unmatched != 0 || n.Resyncs != 0 || n.Malformed != 0 {
@@ -219,17 +219,17 @@ func TestConnFrameNumbers(t *testing.T) {
 	// Cut the client side at every 100 bytes: the frame number of a request
 	// is the index of the chunk holding its last byte.
 	var cuts []int
-	for k := 100; k < len(w.side[ClientSide]); k += 100 {
+	for k := 100; k < len(w.side[kafka.ToBroker]); k += 100 {
 		cuts = append(cuts, k)
 	}
 	evs := messages(feed(c, w, [2][]int{cuts, nil}))
 	for _, e := range evs {
-		if e.Side != ClientSide {
+		if e.Side != kafka.ToBroker {
 			continue
 		}
 		var end int
 		for _, it := range w.items {
-			if it.side == ClientSide && it.corr == e.Msg.Request.CorrelationID {
+			if it.side == kafka.ToBroker && it.corr == e.Msg.Request.CorrelationID {
 				end = it.end
 			}
 		}
@@ -240,7 +240,7 @@ func TestConnFrameNumbers(t *testing.T) {
 			bounds[k] = true
 		}
 		for _, it := range w.items {
-			if it.side == ClientSide {
+			if it.side == kafka.ToBroker {
 				bounds[it.end] = true
 			}
 		}
@@ -263,24 +263,24 @@ func TestConnMidStream(t *testing.T) {
 	startReq := w.items[6].end - 2500 // inside the Produce request body (zeros)
 	var startResp int
 	for _, it := range w.items {
-		if it.side == BrokerSide && it.corr == 2 {
+		if it.side == kafka.ToClient && it.corr == 2 {
 			startResp = it.end - 3
 		}
 	}
 	c := NewConn(Options{})
-	c.Start(ClientSide, true)
-	c.Start(BrokerSide, true)
+	c.Start(kafka.ToBroker, true)
+	c.Start(kafka.ToClient, true)
 	var got []Event
-	got = append(got, c.Feed(ClientSide, w.side[ClientSide][startReq:], []kafka.Span{{End: len(w.side[ClientSide]) - startReq, At: kafka.FrameRef{Frame: 1}}})...)
-	got = append(got, c.Feed(BrokerSide, w.side[BrokerSide][startResp:], []kafka.Span{{End: len(w.side[BrokerSide]) - startResp, At: kafka.FrameRef{Frame: 2}}})...)
+	got = append(got, c.Feed(kafka.ToBroker, w.side[kafka.ToBroker][startReq:], []kafka.Span{{End: len(w.side[kafka.ToBroker]) - startReq, At: kafka.FrameRef{Frame: 1}}})...)
+	got = append(got, c.Feed(kafka.ToClient, w.side[kafka.ToClient][startResp:], []kafka.Span{{End: len(w.side[kafka.ToClient]) - startResp, At: kafka.FrameRef{Frame: 2}}})...)
 	got = append(got, c.Finish()...)
 	var keys []string
 	for _, e := range messages(got) {
 		corr := e.Msg.Request.CorrelationID
-		if e.Side == BrokerSide {
+		if e.Side == kafka.ToClient {
 			corr = e.Msg.Response.CorrelationID
 		}
-		keys = append(keys, fmt.Sprintf("%v:%d/%d", e.Side, e.Msg.Request.APIKey, corr))
+		keys = append(keys, fmt.Sprintf("%v:%d/%d", e.Side.Carries(), e.Msg.Request.APIKey, corr))
 	}
 	// The produce response (corr 3) answers a request whose start the
 	// capture missed: it is found by the response after it, unmatched, so
@@ -296,13 +296,13 @@ func TestConnMidStream(t *testing.T) {
 func TestConnGap(t *testing.T) {
 	w := conversation()
 	c := NewConn(Options{})
-	cs := w.side[ClientSide]
+	cs := w.side[kafka.ToBroker]
 	cut1 := w.items[2].end + 10  // inside the Metadata request... after it: inside GetTelemetrySubscriptions
 	cut2 := w.items[4].end + 100 // inside the Produce request
 	var got []Event
-	got = append(got, c.Feed(ClientSide, cs[:cut1], []kafka.Span{{End: cut1, At: kafka.FrameRef{Frame: 1}}})...)
-	c.Lost(ClientSide)
-	got = append(got, c.Feed(ClientSide, cs[cut2:], []kafka.Span{{End: len(cs) - cut2, At: kafka.FrameRef{Frame: 2}}})...)
+	got = append(got, c.Feed(kafka.ToBroker, cs[:cut1], []kafka.Span{{End: cut1, At: kafka.FrameRef{Frame: 1}}})...)
+	c.Lost(kafka.ToBroker)
+	got = append(got, c.Feed(kafka.ToBroker, cs[cut2:], []kafka.Span{{End: len(cs) - cut2, At: kafka.FrameRef{Frame: 2}}})...)
 	got = append(got, c.Finish()...)
 	var keys []int16
 	resyncs := 0
@@ -321,25 +321,25 @@ func TestConnGap(t *testing.T) {
 
 func TestConnTLS(t *testing.T) {
 	c := NewConn(Options{})
-	c.Start(ClientSide, false)
-	evs := c.Feed(ClientSide, []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}, []kafka.Span{{End: 11, At: kafka.FrameRef{Frame: 4}}})
+	c.Start(kafka.ToBroker, false)
+	evs := c.Feed(kafka.ToBroker, []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03}, []kafka.Span{{End: 11, At: kafka.FrameRef{Frame: 4}}})
 	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" || evs[0].At.Frame != 4 {
 		t.Fatalf("events %+v", evs)
 	}
-	if evs := c.Feed(ClientSide, []byte{0, 0, 0, 10, 0, 3, 0, 1}, []kafka.Span{{End: 8}}); len(evs) != 0 {
+	if evs := c.Feed(kafka.ToBroker, []byte{0, 0, 0, 10, 0, 3, 0, 1}, []kafka.Span{{End: 8}}); len(evs) != 0 {
 		t.Fatalf("a TLS connection still decoded: %+v", evs)
 	}
 }
 
 func TestConnMidStreamTLS(t *testing.T) {
 	c := NewConn(Options{})
-	c.Start(ClientSide, true)
+	c.Start(kafka.ToBroker, true)
 	var b []byte
 	for i := 0; i < 3; i++ {
 		b = append(b, 0x17, 0x03, 0x03, 0x00, 0x20)
 		b = append(b, bytes.Repeat([]byte{0xab}, 0x20)...)
 	}
-	evs := c.Feed(ClientSide, b[7:], []kafka.Span{{End: len(b) - 7, At: kafka.FrameRef{Frame: 9}}})
+	evs := c.Feed(kafka.ToBroker, b[7:], []kafka.Span{{End: len(b) - 7, At: kafka.FrameRef{Frame: 9}}})
 	if len(evs) != 1 || evs[0].Kind != EventNotKafka || evs[0].Reason != "TLS" {
 		t.Fatalf("events %+v", evs)
 	}
@@ -364,8 +364,8 @@ func TestConnNotKafka(t *testing.T) {
 		{"mid-stream, long", true, long, 0},
 	} {
 		conn := NewConn(Options{})
-		conn.Start(ClientSide, c.midStart)
-		evs := append([]Event(nil), conn.Feed(ClientSide, c.data, []kafka.Span{{End: len(c.data), At: kafka.FrameRef{Frame: 1}}})...)
+		conn.Start(kafka.ToBroker, c.midStart)
+		evs := append([]Event(nil), conn.Feed(kafka.ToBroker, c.data, []kafka.Span{{End: len(c.data), At: kafka.FrameRef{Frame: 1}}})...)
 		evs = append(evs, conn.Finish()...)
 		var notKafka int
 		for _, e := range evs {
@@ -389,10 +389,10 @@ func TestConnSASLv0(t *testing.T) {
 	w.request(17, 0, 1, "java", nil, &kmsg.SASLHandshakeRequest{Mechanism: "PLAIN"})
 	w.response(17, 0, 1, &kmsg.SASLHandshakeResponse{SupportedMechanisms: []string{"PLAIN"}})
 	token := []byte("\x00alice\x00password-that-must-not-show")
-	w.side[ClientSide] = binaryAppendFrame(w.side[ClientSide], token)
-	w.items = append(w.items, item{side: ClientSide, end: len(w.side[ClientSide])})
-	w.side[BrokerSide] = binaryAppendFrame(w.side[BrokerSide], nil)
-	w.items = append(w.items, item{side: BrokerSide, end: len(w.side[BrokerSide])})
+	w.side[kafka.ToBroker] = binaryAppendFrame(w.side[kafka.ToBroker], token)
+	w.items = append(w.items, item{side: kafka.ToBroker, end: len(w.side[kafka.ToBroker])})
+	w.side[kafka.ToClient] = binaryAppendFrame(w.side[kafka.ToClient], nil)
+	w.items = append(w.items, item{side: kafka.ToClient, end: len(w.side[kafka.ToClient])})
 	w.request(3, 1, 2, "java", nil, &kmsg.MetadataRequest{})
 	w.response(3, 1, 2, &kmsg.MetadataResponse{})
 	c := NewConn(Options{})
@@ -403,7 +403,7 @@ func TestConnSASLv0(t *testing.T) {
 		case EventSASLToken:
 			kinds = append(kinds, "token")
 		case EventRequest, EventResponse:
-			kinds = append(kinds, fmt.Sprintf("%v:%d", e.Side, e.Msg.Request.APIKey))
+			kinds = append(kinds, fmt.Sprintf("%v:%d", e.Side.Carries(), e.Msg.Request.APIKey))
 		default:
 			kinds = append(kinds, fmt.Sprint(e.Kind, e.Err))
 		}
@@ -476,14 +476,14 @@ func TestScanBudget(t *testing.T) {
 	var conns []*Conn
 	for range 40 {
 		c := NewConn(Options{ScanBudget: budget})
-		c.Start(BrokerSide, true)
+		c.Start(kafka.ToClient, true)
 		conns = append(conns, c)
 	}
 	for round := range 4 {
 		kept := 0
 		for i, c := range conns {
-			c.Feed(BrokerSide, noise, []kafka.Span{{End: len(noise), At: kafka.FrameRef{Frame: int64(round*100 + i)}}})
-			if ls := c.side[BrokerSide].lostState; ls != nil {
+			c.Feed(kafka.ToClient, noise, []kafka.Span{{End: len(noise), At: kafka.FrameRef{Frame: int64(round*100 + i)}}})
+			if ls := c.side[kafka.ToClient].lostState; ls != nil {
 				kept += len(ls.scan)
 			}
 		}
@@ -552,7 +552,7 @@ func TestScanLimit(t *testing.T) {
 		{16, 1, 16},
 	} {
 		conn := NewConn(Options{MaxScan: c.maxScan, ScanBudget: &ScanBudget{Max: int64(c.budget)}})
-		if got := conn.scanLimit(&conn.side[ClientSide]); got != c.want {
+		if got := conn.scanLimit(&conn.side[kafka.ToBroker]); got != c.want {
 			t.Errorf("MaxScan %d, budget %d: limit %d, want %d", c.maxScan, c.budget, got, c.want)
 		}
 	}

@@ -2,22 +2,6 @@ package decode
 
 import "github.com/kidscope/kidscope/kafka"
 
-// Side is one direction of a connection: what the client sends (requests)
-// or what the broker sends (responses).
-type Side uint8
-
-const (
-	ClientSide Side = iota // client → broker: requests
-	BrokerSide             // broker → client: responses
-)
-
-func (s Side) String() string {
-	if s == ClientSide {
-		return "request"
-	}
-	return "response"
-}
-
 // EventKind says what an Event reports.
 type EventKind uint8
 
@@ -34,7 +18,7 @@ const (
 // Event is one thing the decoder found on a connection.
 type Event struct {
 	Kind EventKind
-	Side Side
+	Side kafka.Direction
 	At   kafka.FrameRef // where it became complete (for a resync: the first frame of the regained message)
 	Msg  Message
 	// Skipped is the number of bytes passed over before a resync.

@@ -13,8 +13,8 @@ import (
 // by byte, and large seeds make that take minutes.
 func seedFrames() (client, broker []byte) {
 	w := conversation()
-	client = w.side[ClientSide][:w.items[4].end]
-	return append(client, w.side[ClientSide][w.items[6].end:]...), w.side[BrokerSide]
+	client = w.side[kafka.ToBroker][:w.items[4].end]
+	return append(client, w.side[kafka.ToBroker][w.items[6].end:]...), w.side[kafka.ToClient]
 }
 
 // FuzzRequestHeader: any bytes given to the request header parser either
@@ -62,8 +62,8 @@ func FuzzConn(f *testing.F) {
 		// The budget is under one side's cap: both sides share it.
 		budget := &ScanBudget{Max: 3000}
 		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget, AllAnswers: step&1 == 1})
-		c.Start(ClientSide, midStream)
-		c.Start(BrokerSide, midStream)
+		c.Start(kafka.ToBroker, midStream)
+		c.Start(kafka.ToClient, midStream)
 		n := int(step%512) + 1
 		frame := int64(0)
 		for len(client) > 0 || len(broker) > 0 {
@@ -73,7 +73,7 @@ func FuzzConn(f *testing.F) {
 					continue
 				}
 				frame++
-				evs := c.Feed(Side(s), (*b)[:k], []kafka.Span{{End: k, At: kafka.FrameRef{Frame: frame}}})
+				evs := c.Feed(kafka.Direction(s), (*b)[:k], []kafka.Span{{End: k, At: kafka.FrameRef{Frame: frame}}})
 				for _, e := range evs {
 					if e.At.Frame > frame || e.At.Frame < 0 {
 						t.Fatalf("event at frame %d after %d frames", e.At.Frame, frame)
@@ -81,7 +81,7 @@ func FuzzConn(f *testing.F) {
 				}
 				*b = (*b)[k:]
 				if frame%5 == 0 {
-					c.Lost(Side(s))
+					c.Lost(kafka.Direction(s))
 				}
 			}
 			kept := 0

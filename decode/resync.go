@@ -30,7 +30,7 @@ const maxWaiting = 64
 // arrive.
 func (c *Conn) resync(f *framer, atEnd bool) {
 	judge, minLen := c.judgeRequest, 12
-	if f.side == BrokerSide {
+	if f.side == kafka.ToClient {
 		judge, minLen = c.judgeResponse, 8
 	}
 	waits := f.waits[:0]
@@ -77,7 +77,7 @@ func (c *Conn) resync(f *framer, atEnd bool) {
 		}
 	}
 	f.waits, f.scanned = waits, p
-	if f.side == ClientSide {
+	if f.side == kafka.ToBroker {
 		c.candidate = len(waits) > 0
 	}
 	c.checkNotKafka(f, atEnd)
@@ -106,7 +106,7 @@ func bytesAtMost(x uint64, n byte) uint64 {
 // waitingFor returns the position of the client side's waiting candidate
 // with this correlation ID, if there is one.
 func (c *Conn) waitingFor(corr int32) (int, bool) {
-	f := &c.side[ClientSide]
+	f := &c.side[kafka.ToBroker]
 	if !c.candidate || !f.lost {
 		return 0, false
 	}
@@ -142,12 +142,12 @@ func (c *Conn) regain(f *framer, p int) {
 	f.lost = false
 	f.lostState = nil // found: the scan's memory is not needed any more
 	f.resetFrame()
-	if f.side == ClientSide {
+	if f.side == kafka.ToBroker {
 		c.candidate = false
 	}
 	c.events = append(c.events, Event{Kind: EventResync, Side: f.side, At: at(spans, 0), Skipped: skipped})
 	c.frameBytes(f, rest, spans)
-	if f.side == ClientSide {
+	if f.side == kafka.ToBroker {
 		c.rescanBroker()
 	}
 }
@@ -157,7 +157,7 @@ func (c *Conn) regain(f *framer, p int) {
 func (c *Conn) confirmCandidate(corr int32) bool {
 	p, ok := c.waitingFor(corr)
 	if ok {
-		c.regain(&c.side[ClientSide], p)
+		c.regain(&c.side[kafka.ToBroker], p)
 	}
 	return ok
 }
@@ -165,7 +165,7 @@ func (c *Conn) confirmCandidate(corr int32) bool {
 // rescanBroker looks again at a lost broker side once new requests are
 // pending: their correlation IDs are what responses are found by.
 func (c *Conn) rescanBroker() {
-	if f := &c.side[BrokerSide]; f.lost && len(f.scan) >= 8 && c.pending.len() > 0 {
+	if f := &c.side[kafka.ToClient]; f.lost && len(f.scan) >= 8 && c.pending.len() > 0 {
 		c.resync(f, false)
 	}
 }
@@ -180,7 +180,7 @@ func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
 		return reject
 	}
 	size := int(int32(binary.BigEndian.Uint32(b)))
-	if !c.frameSize(ClientSide, size) {
+	if !c.frameSize(kafka.ToBroker, size) {
 		return reject
 	}
 	if !c.plausibleRequestStart(b[4:], size) {
@@ -222,7 +222,7 @@ func (c *Conn) judgeRequest(b []byte, atEnd bool) verdict {
 // at the api key) against the API table: known key, valid version,
 // non-negative correlation ID, and a client ID length that fits the size.
 func (c *Conn) plausibleRequestStart(b []byte, size int) bool {
-	if len(b) < 8 || !c.frameSize(ClientSide, size) {
+	if len(b) < 8 || !c.frameSize(kafka.ToBroker, size) {
 		return false
 	}
 	key := int16(binary.BigEndian.Uint16(b))
@@ -248,7 +248,7 @@ func (c *Conn) plausibleRequestStart(b []byte, size int) bool {
 // too or the bytes end exactly where this frame does.
 func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 	size := int(int32(binary.BigEndian.Uint32(b)))
-	if !c.frameSize(BrokerSide, size) {
+	if !c.frameSize(kafka.ToClient, size) {
 		return reject
 	}
 	corr := int32(binary.BigEndian.Uint32(b[4:]))
@@ -262,7 +262,7 @@ func (c *Conn) judgeResponse(b []byte, atEnd bool) verdict {
 	case len(b) >= end+8:
 		nsize := int32(binary.BigEndian.Uint32(b[end:]))
 		ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
-		if c.frameSize(BrokerSide, int(nsize)) && (ncorr > corr || c.pending.has(ncorr)) {
+		if c.frameSize(kafka.ToClient, int(nsize)) && (ncorr > corr || c.pending.has(ncorr)) {
 			return accept
 		}
 		return reject
@@ -293,7 +293,7 @@ func (c *Conn) judgeUnmatchedResponse(b []byte, corr int32, end int, atEnd bool)
 	}
 	nsize := int32(binary.BigEndian.Uint32(b[end:]))
 	ncorr := int32(binary.BigEndian.Uint32(b[end+4:]))
-	if !c.frameSize(BrokerSide, int(nsize)) || ncorr <= corr {
+	if !c.frameSize(kafka.ToClient, int(nsize)) || ncorr <= corr {
 		return reject
 	}
 	if _, waiting := c.waitingFor(ncorr); c.pending.has(ncorr) || waiting {
@@ -305,7 +305,7 @@ func (c *Conn) judgeUnmatchedResponse(b []byte, corr int32, end int, atEnd bool)
 // checkNotKafka names a connection that never showed a Kafka frame once a
 // side has held enough bytes to tell (or the stream ended).
 func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
-	if c.dead || c.side[ClientSide].synced || c.side[BrokerSide].synced {
+	if c.dead || c.side[kafka.ToBroker].synced || c.side[kafka.ToClient].synced {
 		return
 	}
 	seen := f.scanAt + int64(len(f.scan))
@@ -320,7 +320,7 @@ func (c *Conn) checkNotKafka(f *framer, atEnd bool) {
 	}
 	// A side that began mid-stream may have shown only the tail of one
 	// large message: only TLS records prove such a side is not Kafka.
-	if !f.midStart && (seen >= notKafkaAfter || atEnd && seen > 0 && f.side == ClientSide) {
+	if !f.midStart && (seen >= notKafkaAfter || atEnd && seen > 0 && f.side == kafka.ToBroker) {
 		c.notKafka(f.side, at(f.marks, 0), fmt.Sprintf("no Kafka frame in %d bytes", seen))
 	}
 }

@@ -17,6 +17,14 @@ func (d Direction) String() string {
 	return "to-client"
 }
 
+// Carries names what the direction carries: "request" or "response".
+func (d Direction) Carries() string {
+	if d == ToBroker {
+		return "request"
+	}
+	return "response"
+}
+
 // Endpoints are a connection's two ends; which one is the broker is decided
 // by reassembly (the broker port, or the SYN's receiver).
 type Endpoints struct {

@@ -50,7 +50,7 @@ func (k *checker) open(c *Conn) { k.deliver(k.engine.Open(c.Conn)) }
 
 func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }
 
-func (k *checker) gap(c *Conn, side decode.Side, at kafka.FrameRef) { k.engine.Gap(c.ID, side, at) }
+func (k *checker) gap(c *Conn, side kafka.Direction, at kafka.FrameRef) { k.engine.Gap(c.ID, side, at) }
 
 func (k *checker) closed(c *Conn) {
 	end := c.End

@@ -108,7 +108,7 @@ const (
 type op struct {
 	key  int64
 	kind opKind
-	side decode.Side
+	side kafka.Direction
 	i    int32
 	conn *Conn
 	at   kafka.FrameRef
@@ -162,7 +162,7 @@ func (r *recorder) event(c *Conn, e *decode.Event) {
 	r.cur.events = append(r.cur.events, *e)
 	r.add(op{kind: opEvent, conn: c, i: int32(len(r.cur.events) - 1)})
 }
-func (r *recorder) gap(c *Conn, side decode.Side, at kafka.FrameRef) {
+func (r *recorder) gap(c *Conn, side kafka.Direction, at kafka.FrameRef) {
 	r.add(op{kind: opGap, conn: c, side: side, at: at})
 }
 func (r *recorder) closed(c *Conn, end End) {

@@ -35,7 +35,7 @@ func (t *tracer) Open(c *Conn) {
 	t.lines = append(t.lines, fmt.Sprintf("open conn %d %s>%s mid=%v first=%v", c.ID, c.Client, c.Broker, c.MidStream, c.First))
 }
 
-func (t *tracer) Gap(c *Conn, side decode.Side, at kafka.FrameRef) {
+func (t *tracer) Gap(c *Conn, side kafka.Direction, at kafka.FrameRef) {
 	t.lines = append(t.lines, fmt.Sprintf("gap conn %d side %v at %v (gaps %d)", c.ID, side, at, c.Gaps))
 }
 

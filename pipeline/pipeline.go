@@ -91,7 +91,7 @@ type OpenSink interface {
 // GapSink is a Sink that also wants to hear of lost bytes, before the
 // events that follow them.
 type GapSink interface {
-	Gap(c *Conn, side decode.Side, at kafka.FrameRef)
+	Gap(c *Conn, side kafka.Direction, at kafka.FrameRef)
 }
 
 // maxCutFrames is how many snap-length-cut frames a Summary names.
@@ -253,7 +253,7 @@ type worker struct {
 type emitter interface {
 	open(c *Conn)
 	event(c *Conn, e *decode.Event)
-	gap(c *Conn, side decode.Side, at kafka.FrameRef)
+	gap(c *Conn, side kafka.Direction, at kafka.FrameRef)
 	closed(c *Conn, end End)
 }
 
@@ -280,18 +280,18 @@ func where(s reassembly.Span) kafka.FrameRef {
 	return kafka.FrameRef{File: s.File, Frame: s.Frame, Time: s.Time}
 }
 
-func side(d reassembly.Direction) decode.Side {
+func side(d reassembly.Direction) kafka.Direction {
 	if d == reassembly.ToBroker {
-		return decode.ClientSide
+		return kafka.ToBroker
 	}
-	return decode.BrokerSide
+	return kafka.ToClient
 }
 
 func (w *worker) Open(rc *reassembly.Conn) {
 	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: kafka.Conn{
 		Endpoints: kafka.Endpoints{Client: rc.Client, Broker: rc.Broker}, MidStream: rc.MidStream, First: where(rc.First)}}}
-	wc.dec.Start(decode.ClientSide, rc.MidStream[reassembly.ToBroker])
-	wc.dec.Start(decode.BrokerSide, rc.MidStream[reassembly.ToClient])
+	wc.dec.Start(kafka.ToBroker, rc.MidStream[reassembly.ToBroker])
+	wc.dec.Start(kafka.ToClient, rc.MidStream[reassembly.ToClient])
 	rc.User = wc
 	w.out.open(wc.conn)
 }
@@ -371,7 +371,7 @@ func (d *deliverer) event(c *Conn, e *decode.Event) {
 	d.sink.Event(c, e)
 }
 
-func (d *deliverer) gap(c *Conn, side decode.Side, at kafka.FrameRef) {
+func (d *deliverer) gap(c *Conn, side kafka.Direction, at kafka.FrameRef) {
 	c.Gaps++
 	d.sum.Gaps++
 	if d.check != nil {

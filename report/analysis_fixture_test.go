@@ -98,7 +98,7 @@ func incidentAnalysis() *Analysis {
 			Seen:   rules.Value{Kind: rules.ValueJoinGroupVersion, Version: 3},
 			Answer: answered(79)}, 11, 3, 8),
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 2950, 40), Conn: c2, ConnID: 2,
-			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 1380}},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToBroker, Resynced: true, Skipped: 1380}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 4410, 95), Conn: c4, ConnID: 4, Count: 11,
 			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 4411, 95.5), Conn: c2, ConnID: 2, Count: 3,
@@ -126,7 +126,7 @@ func incidentAnalysis() *Analysis {
 		api(rules.Finding{Rule: rules.TelemetryPushUnknownID, Severity: rules.Warning, At: at(1, 2210, 80), Conn: c6, ConnID: 6,
 			Expected: rules.Value{Kind: rules.ValueExchangedID}, Seen: id(telB), Answer: rules.Answer{State: rules.NoResponse}}, 72, 0, 30),
 		rules.Finding{Rule: rules.StreamGap, Severity: rules.Info, At: at(1, 4980, 300), Conn: c6, ConnID: 6,
-			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.BrokerSide}},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToClient}},
 	)
 
 	conns := []rules.Connection{
@@ -189,9 +189,9 @@ func quietAnalysis() *Analysis {
 			Related: []rules.Related{{Frame: fr(0, 13), Role: rules.RoleRequest}}, HasAPI: true, APIKey: 71, APIVersion: 0, CorrelationID: 2,
 			Expected: rules.Value{Kind: rules.ValueEchoOrZero, ID: telA}, Seen: id(telB), Answer: answered(0)},
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 220, 3), Conn: c, ConnID: 1,
-			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 96}},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToBroker, Resynced: true, Skipped: 96}},
 		{Rule: rules.StreamGap, Severity: rules.Info, At: at(0, 380, 5), Conn: c, ConnID: 1,
-			Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide, Resynced: true, Skipped: 1024}},
+			Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToBroker, Resynced: true, Skipped: 1024}},
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 402, 6), Conn: c, ConnID: 1, Count: 1,
 			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 	}

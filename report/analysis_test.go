@@ -13,7 +13,6 @@ import (
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
-	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -501,9 +500,9 @@ func TestFindingMessage(t *testing.T) {
 				" (the capture may have started after it); bytes of this connection were lost before it"},
 		{rules.Finding{Rule: rules.HeaderIDChanged, HasAPI: true, APIKey: 3, APIVersion: 12, CorrelationID: 4, Also: []string{rules.TelemetryBodyMismatch}},
 			"Metadata v12 (correlation 4): a later request carries a non-zero instance ID different from the connection's established one; also: telemetry-body-mismatch"},
-		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.BrokerSide, Resynced: true, Skipped: 7}},
+		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToClient, Resynced: true, Skipped: 7}},
 			"bytes of the responses were lost; the Kafka framing was found again 7 bytes later"},
-		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: decode.ClientSide}},
+		{rules.Finding{Rule: rules.StreamGap, Stream: rules.Stream{Kind: rules.LostBytes, Side: kafka.ToBroker}},
 			"bytes of the requests were lost and the framing was not found again"},
 		{rules.Finding{Rule: rules.StreamNotKafka, Seen: rules.Value{Kind: rules.ValueNotKafka, Text: "TLS"}, Stream: rules.Stream{Kind: rules.NotKafkaBytes}},
 			"the bytes on this Kafka port are not Kafka: TLS"},

@@ -132,9 +132,9 @@ func findingMessage(f *rules.Finding) string {
 	switch f.Stream.Kind {
 	case rules.LostBytes:
 		if f.Stream.Resynced {
-			return fmt.Sprintf("bytes of the %ss were lost; the Kafka framing was found again %d bytes later", f.Stream.Side, f.Stream.Skipped)
+			return fmt.Sprintf("bytes of the %ss were lost; the Kafka framing was found again %d bytes later", f.Stream.Side.Carries(), f.Stream.Skipped)
 		}
-		return fmt.Sprintf("bytes of the %ss were lost and the framing was not found again", f.Stream.Side)
+		return fmt.Sprintf("bytes of the %ss were lost and the framing was not found again", f.Stream.Side.Carries())
 	case rules.NotKafkaBytes:
 		return "the bytes on this Kafka port are not Kafka: " + f.Seen.Text
 	case rules.MissedStart:

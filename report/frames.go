@@ -92,13 +92,13 @@ func NewFrameRecord(file string, c kafka.Endpoints, e *decode.Event, form UUIDFo
 	m := &e.Msg
 	r := FrameRecord{
 		File: file, Frame: e.At.Frame, Time: e.At.Time.UTC().Format(time.RFC3339Nano),
-		Client: c.Client.String(), Broker: c.Broker.String(), Direction: e.Side.String(),
+		Client: c.Client.String(), Broker: c.Broker.String(), Direction: e.Side.Carries(),
 	}
-	if e.Side == decode.ClientSide || m.Matched {
+	if e.Side == kafka.ToBroker || m.Matched {
 		key, ver := m.Request.APIKey, m.Request.APIVersion
 		r.APIKey, r.APIVersion, r.APIName = &key, &ver, decode.APIName(key)
 	}
-	if e.Side == decode.ClientSide {
+	if e.Side == kafka.ToBroker {
 		r.CorrelationID = m.Request.CorrelationID
 		if !m.Request.ClientIDNull && m.Request.HeaderVersion > 0 {
 			id := m.Request.ClientID

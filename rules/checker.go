@@ -40,7 +40,7 @@ type connChecker interface {
 	// Kafka); its candidates are findings about the connection.
 	event(c *conn, ev *decode.Event) []cand
 	// gap says that bytes of one side were lost.
-	gap(side decode.Side)
+	gap(side kafka.Direction)
 	// close ends the connection: its candidates are findings about the
 	// connection, and the checker lets go of what it kept for it.
 	close(c *conn, ci CloseInfo) []cand
@@ -58,7 +58,7 @@ func (passive) choose(cands []cand) []cand                     { return cands }
 func (passive) settled(*request, *cand, bool) []cand           { return nil }
 func (passive) response(*conn, *request, *decode.Event) []cand { return nil }
 func (passive) event(*conn, *decode.Event) []cand              { return nil }
-func (passive) gap(decode.Side)                                {}
+func (passive) gap(kafka.Direction)                            {}
 func (passive) close(*conn, CloseInfo) []cand                  { return nil }
 func (passive) describe(*Connection)                           {}
 

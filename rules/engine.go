@@ -125,7 +125,7 @@ func (e *Engine) Open(ci kafka.Conn) []Finding {
 }
 
 // Gap tells the engine that bytes of a connection's side were lost.
-func (e *Engine) Gap(connID int, side decode.Side, at kafka.FrameRef) {
+func (e *Engine) Gap(connID int, side kafka.Direction, at kafka.FrameRef) {
 	c := e.conns[connID]
 	if c == nil {
 		return

@@ -77,7 +77,7 @@ func (c *sconn) req(key, ver int16, h hdr, body *decode.Body) int32 {
 	}
 	rh := decode.RequestHeader{APIKey: key, APIVersion: ver, CorrelationID: c.corr, HeaderVersion: api.RequestHeaderVersion(ver),
 		ClientID: cid, ClientIDNull: h.nullCID, InstanceID: h.id, HasInstanceID: h.tag, Known: true}
-	ev := decode.Event{Kind: decode.EventRequest, Side: decode.ClientSide, At: c.s.next(), Msg: decode.Message{Request: rh}}
+	ev := decode.Event{Kind: decode.EventRequest, Side: kafka.ToBroker, At: c.s.next(), Msg: decode.Message{Request: rh}}
 	if body != nil {
 		ev.Msg.Body, ev.Msg.HasBody = *body, true
 	}
@@ -90,7 +90,7 @@ func (c *sconn) req(key, ver int16, h hdr, body *decode.Body) int32 {
 func (c *sconn) resp(corr int32, code int, body *decode.Body) {
 	rq := c.pending[corr]
 	delete(c.pending, corr)
-	ev := decode.Event{Kind: decode.EventResponse, Side: decode.BrokerSide, At: c.s.next(), Msg: decode.Message{
+	ev := decode.Event{Kind: decode.EventResponse, Side: kafka.ToClient, At: c.s.next(), Msg: decode.Message{
 		Request: rq.Msg.Request, RequestAt: rq.At, Matched: true, Response: decode.ResponseHeader{CorrelationID: corr}}}
 	if code >= 0 {
 		ev.Msg.ErrorCode, ev.Msg.HasErrorCode = int16(code), true
@@ -567,8 +567,8 @@ func TestGapMarksLaterFindings(t *testing.T) {
 	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 	c.ok(apiVersions, 3, with(idA), nil)
 	c.ok(metadata, 12, with(idA), nil)
-	s.e.Gap(1, decode.ClientSide, kafka.FrameRef{Frame: 6})
-	s.e.Event(1, &decode.Event{Kind: decode.EventResync, Side: decode.ClientSide, At: s.next(), Skipped: 100})
+	s.e.Gap(1, kafka.ToBroker, kafka.FrameRef{Frame: 6})
+	s.e.Event(1, &decode.Event{Kind: decode.EventResync, Side: kafka.ToBroker, At: s.next(), Skipped: 100})
 	c.ok(metadata, 12, with(idB), nil)
 	res := s.done()
 	if got := rulesOf(res, true); got != "stream-gap@6 header-id-changed@7" {

@@ -3,7 +3,6 @@ package rules
 import (
 	"net/netip"
 
-	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 )
 
@@ -128,7 +127,7 @@ const (
 // Stream is the evidence of a finding about a connection's bytes.
 type Stream struct {
 	Kind StreamKind
-	Side decode.Side
+	Side kafka.Direction
 	// Resynced: the Kafka framing was found again, Skipped bytes later
 	// (LostBytes).
 	Resynced bool

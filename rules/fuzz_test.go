@@ -51,13 +51,13 @@ func FuzzEngine(f *testing.F) {
 				api, _ := decode.LookupAPI(keys[int(arg>>2)%len(keys)])
 				h := decode.RequestHeader{APIKey: api.Key, APIVersion: api.MaxVersion, CorrelationID: c, Known: true}
 				codes := []int16{0, 42, 79, 35}
-				e.Event(conn, &decode.Event{Kind: decode.EventResponse, Side: decode.BrokerSide, At: next(), Msg: decode.Message{
+				e.Event(conn, &decode.Event{Kind: decode.EventResponse, Side: kafka.ToClient, At: next(), Msg: decode.Message{
 					Request: h, Matched: true, Response: decode.ResponseHeader{CorrelationID: c},
 					Answer: fuzzAnswer(codes[int(arg)%len(codes)], arg), Body: decode.Body{InstanceID: ids[int(arg>>4)%len(ids)], MemberID: "m"}, HasBody: true}})
 			case 3:
 				if arg&1 == 0 {
-					e.Gap(conn, decode.Side(arg>>1&1), next())
-					e.Event(conn, &decode.Event{Kind: decode.EventResync, Side: decode.Side(arg >> 1 & 1), At: next()})
+					e.Gap(conn, kafka.Direction(arg>>1&1), next())
+					e.Event(conn, &decode.Event{Kind: decode.EventResync, Side: kafka.Direction(arg >> 1 & 1), At: next()})
 				} else {
 					e.Close(conn, closedBy(arg&2 != 0, next()), decode.Outcome{})
 					delete(open, conn)

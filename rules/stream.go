@@ -46,7 +46,7 @@ type streamConn struct {
 	gapSide [2]bool // a gap not yet reported, per side
 }
 
-func (sc *streamConn) gap(side decode.Side) { sc.gapSide[side] = true }
+func (sc *streamConn) gap(side kafka.Direction) { sc.gapSide[side] = true }
 
 func (sc *streamConn) event(_ *conn, ev *decode.Event) []cand {
 	switch ev.Kind {
@@ -65,7 +65,7 @@ func (sc *streamConn) close(c *conn, ci CloseInfo) []cand {
 	var out []cand
 	for s, gap := range sc.gapSide {
 		if gap {
-			out = append(out, cand{rule: StreamGap, at: c.last, stream: Stream{Kind: LostBytes, Side: decode.Side(s)}})
+			out = append(out, cand{rule: StreamGap, at: c.last, stream: Stream{Kind: LostBytes, Side: kafka.Direction(s)}})
 		}
 	}
 	if c.info.MidStream[kafka.ToBroker] && c.sawKafka {
