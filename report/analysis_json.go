@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/kidscope/kidscope/decode"
@@ -260,12 +260,7 @@ func brokerEvidence(b *rules.Broker) []evidenceFrame {
 	for _, f := range b.IgnoreFrames {
 		ev = append(ev, evidenceFrame{f, rules.VerdictIgnores})
 	}
-	sort.SliceStable(ev, func(i, j int) bool {
-		if ev[i].at.File != ev[j].at.File {
-			return ev[i].at.File < ev[j].at.File
-		}
-		return ev[i].at.Frame < ev[j].at.Frame
-	})
+	slices.SortStableFunc(ev, func(a, b evidenceFrame) int { return a.at.Compare(b.at) })
 	return ev
 }
 

@@ -418,13 +418,7 @@ func (e *Engine) emit(c *conn, f Finding) {
 // Result returns everything found, once every connection is closed.
 func (e *Engine) Result() Result {
 	res := Result{Findings: append([]Finding(nil), e.findings...), Connections: append([]Connection(nil), e.closed...)}
-	sort.SliceStable(res.Findings, func(i, j int) bool {
-		a, b := res.Findings[i].At, res.Findings[j].At
-		if a.File != b.File {
-			return a.File < b.File
-		}
-		return a.Frame < b.Frame
-	})
+	slices.SortStableFunc(res.Findings, func(a, b Finding) int { return a.At.Compare(b.At) })
 	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
 	res.Instances = e.inv.list(e.tele.telemetryIDOf)
 	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.inv.dropped}
