@@ -35,17 +35,34 @@
 //     interface's if_fcslen declares (stripped from Ethernet frames before
 //     IP; undeclared, the IP length trims it as it trims padding).
 //
-// Hot path: a classic pcap file is mapped into memory and its packets are
-// handed out where they lie, valid until Close (Packet.Stable), with the
-// pages behind the read position given back as it goes (mapped.go); a file
-// cut shorter while it is read makes those reads fault, which Reader.Fault
-// turns into an error for a goroutine that asked for faults as panics.
-// Other inputs (stdin, pcapng, gzip) are read with zero-copy reads out of a
-// read buffer. Headers are decoded into layer structs that are reused, the
-// TCP options skipped (TCPDecoder), so reading allocates nothing per
-// packet. Several files are merged without copying: a file is read on only
-// after its last packet was handed out, at the next call to Next, so that
-// packet's bytes stay valid until then.
+// Hot path: a classic pcap file is mapped into memory and its record and
+// frame headers are read where they lie, with the pages behind the read
+// position given back as it goes (mapped.go). Other inputs (stdin, pcapng,
+// gzip) are read with zero-copy reads out of a read buffer. Headers are
+// decoded into layer structs that are reused, the TCP options skipped
+// (TCPDecoder), so reading allocates nothing per packet. Several files are
+// merged without copying: a file is read on only after its last packet was
+// handed out, at the next call to Next, so that packet's bytes stay valid
+// until then.
+//
+// Memory handed out is the Reader's or the caller's, never the mapping:
+// Next copies a mapped packet's TCP segment into a buffer of the Reader,
+// and NextAppend copies any packet's into the caller's buffer, the one
+// copy a caller that keeps segments past Next (the pipeline's dealer) made
+// anyway. Of the two ways to keep a mapping safe, copies and leases (the
+// consumer gives each packet's bytes back, and the mapping is let go of
+// only behind what was given back), copies are the one that keeps a file
+// cut shorter while it is read inside this package: its pages past the
+// new end fault when read by anyone, and with leases the readers would be
+// the consumers' goroutines, in reassembly and decoding, which would each
+// have to turn a fault into a panic and recover it. With copies every read
+// of the mapping is in a function of this package that asks for a fault as
+// a panic and recovers it there (guardFault): the file stops with a
+// *FrameError in Problems naming it and the frame, like a file that ends
+// inside a record, Next goes on with the other files, and no consumer
+// needs to know how the bytes were read or how long they stay mapped. The
+// copy costs the reading goroutine the segment's bytes, which the mapping
+// saved.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture

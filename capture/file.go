@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 
@@ -65,6 +66,9 @@ type Reader struct {
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 	leaveTCP bool
+	// own holds the segment Next handed out last when its file is read
+	// through a mapping: what Next hands out is never in the mapping.
+	own []byte
 }
 
 // LeaveTCP makes Next leave the TCP header undecoded (Packet.TCP nil) for a
@@ -159,7 +163,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 				r.Close()
 				return nil, err
 			}
-			if recs, link := mapPcap(f, name, &r.read); recs != nil {
+			if recs, link := mapPcap(f, &r.read); recs != nil {
 				r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
 				continue
 			}
@@ -184,7 +188,6 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
 	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link, fcs: recs.fcs}
 	s.head.TCP = &s.tcp.TCP
-	s.head.Stable = true
 	return s
 }
 
@@ -278,10 +281,27 @@ func headerError(fail func(string, ...any) error, format string, err error) erro
 // does not make Next fail.
 //
 // p's TCP layer and payload belong to the Reader and are valid until the
-// next call to Next.
+// next call to Next. They are never in the memory mapping of a file
+// (mapped.go): a file cut shorter while it is read is a problem of that
+// file, found here, and cannot make the caller's reads of p fault.
 func (r *Reader) Next(p *Packet) error {
+	_, err := r.next(p, nil, false)
+	return err
+}
+
+// NextAppend is Next with p.Segment appended to buf, which it returns
+// grown: the segment is then the caller's, for as long as it keeps buf,
+// at the cost of the one copy a caller that keeps segments makes anyway.
+// p.TCP, when decoded, points into that copy, and is valid until the next
+// call.
+func (r *Reader) NextAppend(p *Packet, buf []byte) ([]byte, error) {
+	return r.next(p, buf, true)
+}
+
+// next is Next, and with appending NextAppend.
+func (r *Reader) next(p *Packet, buf []byte, appending bool) ([]byte, error) {
 	if r.closed {
-		return errors.New("capture: Next on a closed Reader")
+		return buf, errors.New("capture: Next on a closed Reader")
 	}
 	if !r.primed {
 		r.primed = true
@@ -302,18 +322,84 @@ func (r *Reader) Next(p *Packet) error {
 		}
 		r.last = nil
 	}
-	if len(r.heap) == 0 {
-		return io.EOF
+	for len(r.heap) > 0 {
+		s := r.heap[0]
+		seg := s.head.Segment
+		var ok bool
+		switch {
+		case s.mapped != nil && appending:
+			if buf, ok = r.copyOut(s, buf, seg); !ok {
+				r.pop() // the file became shorter (s.stop)
+				continue
+			}
+			seg = buf[len(buf)-len(seg):]
+		case s.mapped != nil:
+			if r.own, ok = r.copyOut(s, r.own[:0], seg); !ok {
+				r.pop()
+				continue
+			}
+			seg = r.own
+		case appending:
+			buf = append(buf, seg...)
+			seg = buf[len(buf)-len(seg):]
+		}
+		*p = s.head
+		if s.mapped != nil || appending {
+			seg = seg[:len(seg):len(seg)]
+			p.Segment = seg
+			if p.TCP != nil {
+				hlen := len(p.TCP.Contents)
+				p.TCP.Contents, p.TCP.Payload = seg[:hlen:hlen], seg[hlen:]
+			}
+		}
+		r.last = s
+		return buf, nil
 	}
-	s := r.heap[0]
-	*p = s.head
-	r.last = s
-	return nil
+	return buf, io.EOF
+}
+
+// copyOut appends seg, in s's mapping, to dst. It returns false, and dst
+// as it was, when the file became shorter and seg's pages are gone.
+func (r *Reader) copyOut(s *source, dst, seg []byte) (out []byte, ok bool) {
+	out = dst
+	defer r.guardFault(s, debug.SetPanicOnFault(true), &ok)
+	return append(dst, seg...), true
+}
+
+// guardFault ends each function that reads s's mapping, deferred with
+// what debug.SetPanicOnFault(true) returned when it began: it puts that
+// setting back and, when the function faulted in the mapping (the file
+// became shorter, and the pages past its new end are gone), records that
+// as what stopped the file, at the frame being read, and sets *ok false.
+// Any other panic goes on. Faults are panics only inside these functions,
+// and such a panic never leaves this package.
+func (r *Reader) guardFault(s *source, old bool, ok *bool) {
+	debug.SetPanicOnFault(old)
+	v := recover()
+	if v == nil {
+		return
+	}
+	if !s.mapped.m.isFault(v) {
+		panic(v)
+	}
+	// The frame read last is at fault unless the fault came while the
+	// next one's record header was read.
+	frame := s.frame
+	if s.mapped.reading {
+		frame++
+		s.mapped.reading = false
+	}
+	s.stop = &FrameError{File: s.name, Frame: frame, Err: errShrank}
+	*ok = false
 }
 
 // advance reads s up to its next TCP segment and stores it in s.head. It
 // returns false at the end of the file or when the file cannot be read on.
-func (r *Reader) advance(s *source) bool {
+// A mapped file's head segment is left in the mapping, for Next to copy.
+func (r *Reader) advance(s *source) (ok bool) {
+	if s.mapped != nil {
+		defer r.guardFault(s, debug.SetPanicOnFault(true), &ok)
+	}
 	for {
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
@@ -503,28 +589,6 @@ func (r *Reader) Files() []string {
 // stored (compressed bytes for a gzip file), counted in read-ahead chunks.
 // It is meant for a progress bar and may be called from any goroutine.
 func (r *Reader) BytesRead() int64 { return r.read.Load() }
-
-// Fault turns v, a value recovered from a panic, into an error when it is
-// a memory fault in one of the files the Reader has mapped: the file was
-// cut shorter while it was read (the bytes of a Stable packet are read
-// where the file lies, and the pages past its new end are gone). It returns
-// nil for any other value, which the caller should panic with again. Only
-// a goroutine that called debug.SetPanicOnFault(true) gets such a panic
-// instead of a crash.
-func (r *Reader) Fault(v any) error {
-	f, ok := v.(interface{ Addr() uintptr })
-	if !ok {
-		return nil
-	}
-	for _, s := range r.srcs {
-		if s.mapped != nil {
-			if err := s.mapped.m.fault(f.Addr()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // Close closes the input files (not stdin, which the caller owns).
 func (r *Reader) Close() error {

@@ -1,7 +1,7 @@
 package capture
 
 import (
-	"fmt"
+	"errors"
 	"io"
 	"os"
 	"sync/atomic"
@@ -11,26 +11,29 @@ import (
 )
 
 // A classic pcap file that is a regular file is read through a memory
-// mapping of it: the packets are handed out where they lie in the page
-// cache, with no read system call copying them into a buffer first. That
-// copy was the largest single cost of reading a file, and it fell on the
-// goroutine every other one waits for. A packet's bytes also stay valid
-// until the Reader is closed (Packet.Stable), so a caller that hands them
-// to other goroutines need not copy them either.
+// mapping of it: record headers and frame headers are read where they lie
+// in the page cache, with no read system call copying the whole file into
+// a buffer first. That copy was the largest single cost of reading a
+// file, and it fell on the goroutine every other one waits for.
+//
+// Only the TCP segment of a packet handed out is copied, out of the
+// mapping into memory the Reader or its caller owns (Reader.Next,
+// Reader.NextAppend): no byte of the mapping is read outside this package.
+// That is what lets a file cut shorter while it is read (whose pages past
+// the new end fault when read, even those read before) be an input
+// problem naming the file and the frame: every read of the mapping is in
+// a function here that asks for faults as panics and recovers them
+// (guardFault), and nothing a consumer does can fault on a file.
 //
 // The mapping is given back to the kernel behind the read position, so
-// that the memory the process holds does not grow with the file.
+// that the memory the process holds does not grow with the file; since no
+// packet handed out points into it, nothing needs to stay mapped behind
+// the record being read.
 
 const (
 	// mapStep is how much of the file is counted as read, and given back
 	// behind the read position, at a time.
 	mapStep = 2 << 20
-	// mapKeep is how much stays mapped behind the read position: the
-	// packets still in flight to other goroutines are read there. (The
-	// pipeline keeps at most chunksAhead × chunkBytes, 8 MiB, of segments
-	// in flight; a page given back too early costs only mapping it again
-	// from the page cache.)
-	mapKeep = 10 << 20
 	// touchAhead is how far ahead of the read position a page is touched
 	// (see touch).
 	touchAhead = 8 << 10
@@ -48,6 +51,9 @@ type mappedRecords struct {
 	released int // m.data[:released] has been given back
 	touched  int // the last page touched ahead
 	sink     byte
+	// reading is true while a record header is read, so that a fault then
+	// is put on the frame that record starts, not the one before it.
+	reading bool
 	// read counts the bytes read, for Reader.BytesRead.
 	read *atomic.Int64
 }
@@ -55,14 +61,13 @@ type mappedRecords struct {
 // mapping is one file mapped into memory.
 type mapping struct {
 	data []byte
-	name string
 }
 
-// mapPcap maps f, named name, when it is a regular file holding an
+// mapPcap maps f when it is a regular file holding an
 // uncompressed classic pcap capture whose header pcapgo accepts. Otherwise,
 // or when mapping fails, it returns nil, and the file is read the usual
 // way, which also words any error.
-func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
+func mapPcap(f *os.File, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() < 24 || int64(int(st.Size())) != st.Size() {
 		return nil, 0
@@ -75,7 +80,7 @@ func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layer
 	if err != nil {
 		return nil, 0
 	}
-	m := &mapping{data: data, name: name}
+	m := &mapping{data: data}
 	format, link, err := pcapHeader(data[:24])
 	if err != nil {
 		m.unmap()
@@ -84,10 +89,21 @@ func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layer
 	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read}, link
 }
 
-// ZeroCopyReadPacketData returns the next record's bytes, valid until the
-// mapping is closed, and its capture info: io.EOF at a clean end of the
-// file, io.ErrUnexpectedEOF when it ends inside a record.
+// ZeroCopyReadPacketData returns the next record's bytes, in the mapping,
+// and its capture info: io.EOF at a clean end of the file,
+// io.ErrUnexpectedEOF when it ends inside a record. It reads the mapping:
+// its caller guards against faults (guardFault). The bytes stay mapped
+// until the next call.
 func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error) {
+	// Not reset by a defer: a fault unwinds through here, and reading
+	// must still say where it happened.
+	r.reading = true
+	data, ci, err := r.next()
+	r.reading = false
+	return data, ci, err
+}
+
+func (r *mappedRecords) next() ([]byte, gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
 	data := r.m.data
 	for r.off >= r.counted && r.counted < len(data) {
@@ -115,13 +131,15 @@ func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, 
 	return data[start:end:end], ci, nil
 }
 
-// step counts the next mapStep bytes as read, and gives back what lies
-// more than mapKeep behind the read position.
+// step counts the next mapStep bytes as read, and gives back the whole
+// steps behind the read position: the packets handed out before were
+// copied out of the mapping, and the record at the read position is read
+// from the page cache again should its page have been given back.
 func (r *mappedRecords) step() {
 	end := min(r.counted+mapStep, len(r.m.data))
 	r.read.Add(int64(end - r.counted))
 	r.counted = end
-	for r.off-r.released >= mapKeep+mapStep {
+	for r.off-r.released >= mapStep {
 		r.m.release(r.released, r.released+mapStep)
 		r.released += mapStep
 	}
@@ -148,11 +166,13 @@ func (r *mappedRecords) touch() {
 	r.sink += x
 }
 
-// fault returns the error for a memory fault at addr when addr lies in
-// the mapping: the file was cut shorter while it was being read.
-func (m *mapping) fault(addr uintptr) error {
-	if m.data == nil || !m.holds(addr) {
-		return nil
-	}
-	return fmt.Errorf("read %s: the file became shorter while it was read", m.name)
+// errShrank is the problem of a mapped file cut shorter while it was
+// read: the pages past its new end fault when read.
+var errShrank = errors.New("the file became shorter while it was read")
+
+// isFault reports whether v, recovered from a panic, is a memory fault
+// in the mapping (see guardFault).
+func (m *mapping) isFault(v any) bool {
+	f, ok := v.(interface{ Addr() uintptr })
+	return ok && m.data != nil && m.holds(f.Addr())
 }

@@ -36,8 +36,6 @@ const (
 	// a chunk's parts from every worker before it can free the chunk, so
 	// a worker busy with one connection's burst (a 1 MiB fetch response is
 	// 700 segments) holds the others back once they are this far ahead.
-	// chunksAhead × chunkBytes must stay under capture's mapKeep, what it
-	// keeps mapped of a file behind its reader.
 	chunksAhead = 16
 	// batchOps is the most records a worker holds before it hands them
 	// over: the end of a capture closes every connection at once (100,000
@@ -49,8 +47,8 @@ const (
 
 // chunk is a run of consecutive packets, dealt to the workers in parts.
 type chunk struct {
-	// arena holds the TCP header and payload of each packet the reader
-	// did not hand out Stable, read by all workers.
+	// arena holds the TCP header and payload of each packet, copied there
+	// by the capture reader (NextAppend), read by all workers.
 	arena []byte
 	parts []*part // one per worker
 	last  bool    // the final chunk: the workers finish their connections
@@ -67,7 +65,6 @@ type part struct {
 	flushes []flushRec
 	// Set by the worker.
 	asmStats reassembly.Stats
-	err      error // a fault in the capture's mapping
 }
 
 type packetRec struct {
@@ -81,7 +78,7 @@ type packetRec struct {
 	network gopacket.Flow
 	cut     bool
 	wire    int
-	seg     []byte // the TCP header and payload: in the file's mapping, or in the chunk's arena
+	seg     []byte // the TCP header and payload, in the chunk's arena
 	// tcp is seg's fixed TCP header, copied by the dealer, which has just
 	// read it: the worker reads it here with the rest of the record.
 	tcp [20]byte
@@ -192,7 +189,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		done[i] = make(chan *batch, chunksAhead)
 		rec := &recorder{cur: new(batch), out: done[i], free: batches}
 		w := newWorker(&opt, ropt, n, rec)
-		go runWorker(w, rec, files, work[i])
+		go runWorker(w, rec, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
 	go rd.run()
@@ -205,15 +202,9 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 		opt.OnTick(pr)
 	}
 	parts := make([]*part, n)
-	var failed error // a worker's fault in the capture's mapping
 	for {
 		replay(done, batches, parts, d)
 		c := parts[0].chunk
-		for _, pt := range parts {
-			if failed == nil {
-				failed = pt.err
-			}
-		}
 		if opt.OnTick != nil && time.Now().After(nextTick) {
 			nextTick = time.Now().Add(time.Second)
 			tick(c.stats)
@@ -224,9 +215,6 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
-			}
-			if failed != nil {
-				return *sum, failed
 			}
 			sum.Capture = c.stats
 			for _, pt := range parts {
@@ -246,7 +234,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 func (c *chunk) reset() {
 	c.arena = c.arena[:0]
 	for _, pt := range c.parts {
-		pt.pkts, pt.flushes, pt.err = pt.pkts[:0], pt.flushes[:0], nil
+		pt.pkts, pt.flushes = pt.pkts[:0], pt.flushes[:0]
 	}
 }
 
@@ -319,18 +307,11 @@ func (o *op) before(p *op) bool {
 
 // runWorker adds the packets of each part to w's assembler, with the
 // flushes the dealer scheduled between them, recording what comes out.
-// After a fault in the capture's mapping it only passes the parts on, the
-// error on the first.
-func runWorker(w *worker, rec *recorder, files *capture.Reader, in <-chan *part) {
-	defer catchFaults()()
+func runWorker(w *worker, rec *recorder, in <-chan *part) {
 	a := &adder{w: w, rec: rec}
 	a.p.TCP = &a.tcp
-	failed := false
 	for pt := range in {
-		if !failed {
-			pt.err = a.add(pt, files)
-			failed = pt.err != nil
-		}
+		a.add(pt)
 		rec.send(pt)
 	}
 }
@@ -344,14 +325,8 @@ type adder struct {
 	p   capture.Packet
 }
 
-// add adds the packets of pt; it returns the error for a fault in files'
-// mapping.
-func (a *adder) add(pt *part, files *capture.Reader) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = faultError(files, v)
-		}
-	}()
+// add adds the packets of pt.
+func (a *adder) add(pt *part) {
 	w, rec, p := a.w, a.rec, &a.p
 	flush := func(f flushRec) {
 		rec.key = f.key
@@ -379,7 +354,6 @@ func (a *adder) add(pt *part, files *capture.Reader) (err error) {
 		w.asm.Finish()
 		pt.asmStats = w.asm.Stats()
 	}
-	return nil
 }
 
 // dealer reads the capture and deals its packets to the workers.
@@ -409,12 +383,6 @@ func (rd *dealer) run() {
 			close(w)
 		}
 	}()
-	defer catchFaults()()
-	defer func() {
-		if v := recover(); v != nil {
-			send(true, false, faultError(rd.files, v))
-		}
-	}()
 	rd.files.LeaveTCP() // the workers decode the TCP headers
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	var p capture.Packet
@@ -429,7 +397,8 @@ func (rd *dealer) run() {
 		if rd.opt.MaxPackets > 0 && rd.files.Stats().Packets >= rd.opt.MaxPackets {
 			break
 		}
-		err := rd.files.Next(&p)
+		var err error
+		c.arena, err = rd.files.NextAppend(&p, c.arena)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -442,11 +411,6 @@ func (rd *dealer) run() {
 		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
 		pt := c.parts[pick(&p, src, dst, n)]
 		seg := p.Segment
-		if !p.Stable {
-			off := len(c.arena)
-			c.arena = append(c.arena, seg...)
-			seg = c.arena[off:]
-		}
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
 			cut: p.Cut, wire: p.WireLength, seg: seg, tcp: *(*[20]byte)(seg)})
 		tcpBytes += len(seg)

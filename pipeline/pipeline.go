@@ -190,14 +190,6 @@ func Run(ctx context.Context, opt Options, sink Sink) (out Summary, err error) {
 	if opt.Workers > 1 && files != nil {
 		return runParallel(ctx, opt, files, sink, &sum)
 	}
-	if files != nil {
-		defer catchFaults()()
-		defer func() {
-			if v := recover(); v != nil {
-				out, err = sum, faultError(files, v)
-			}
-		}()
-	}
 	d := &deliverer{sink: sink, sum: &sum}
 	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
 	var p capture.Packet
