@@ -45,24 +45,36 @@
 // handed out, at the next call to Next, so that packet's bytes stay valid
 // until then.
 //
-// Memory handed out is the Reader's or the caller's, never the mapping:
-// Next copies a mapped packet's TCP segment into a buffer of the Reader,
-// and NextAppend copies any packet's into the caller's buffer, the one
-// copy a caller that keeps segments past Next (the pipeline's dealer) made
-// anyway. Of the two ways to keep a mapping safe, copies and leases (the
-// consumer gives each packet's bytes back, and the mapping is let go of
-// only behind what was given back), copies are the one that keeps a file
-// cut shorter while it is read inside this package: its pages past the
-// new end fault when read by anyone, and with leases the readers would be
-// the consumers' goroutines, in reassembly and decoding, which would each
-// have to turn a fault into a panic and recover it. With copies every read
-// of the mapping is in a function of this package that asks for a fault as
-// a panic and recovers it there (guardFault): the file stops with a
-// *FrameError in Problems naming it and the frame, like a file that ends
-// inside a record, Next goes on with the other files, and no consumer
-// needs to know how the bytes were read or how long they stay mapped. The
-// copy costs the reading goroutine the segment's bytes, which the mapping
-// saved.
+// A mapped file's bytes never reach another package as a slice: Next
+// copies a mapped packet's segment into a buffer of the Reader (its
+// caller reads it at once, on the same goroutine), and NextShared, for a
+// caller that hands segments to other goroutines, gives a Segment whose
+// bytes are read with Segment.Bytes under a Lease (lease.go). Of the two
+// ways to let other goroutines have mapped bytes safely, copies on the
+// reading goroutine and a lease, this is the lease, for a reason measured
+// and one forced:
+//
+//   - copies cost: analyze reads few of a segment's payload bytes (the
+//     decoder skips record data), and copying every segment on the
+//     reading goroutine, into the pipeline's chunk arenas, took about a
+//     tenth more CPU on the shared bench's 1 GB load;
+//   - a file cut shorter while it is read faults when its lost pages are
+//     read, by whichever goroutine reads them, even pages read before.
+//     With a lease alone, the consumers' goroutines would read the
+//     mapping in reassembly and decoding, and each would have to catch
+//     faults. So a leased segment is read only through Segment.Bytes,
+//     which copies it on the consumer's goroutine into a scratch buffer
+//     the consumer reads again at once, and which turns a fault into a
+//     *FrameError. Every read of a mapping is in a function of this
+//     package that asks for faults as panics and recovers them there
+//     (guardFault, mapping.catch): the file stops with one *FrameError in
+//     Problems naming it and the first frame found gone, like a file that
+//     ends inside a record; Next goes on with the other files; no panic
+//     leaves this package.
+//
+// The lease, not a constant shared with the consumer, bounds how much of
+// a file stays mapped: its pages are given back behind the oldest lease
+// not released.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture

@@ -102,6 +102,7 @@ type source struct {
 	longer longerRecords   // records captured longer than the frame was
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
+	fixed  [20]byte        // a mapped head's fixed TCP header (Segment.Fixed)
 }
 
 // longerRecords counts the records of a file whose captured length exceeds
@@ -163,7 +164,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 				r.Close()
 				return nil, err
 			}
-			if recs, link := mapPcap(f, &r.read); recs != nil {
+			if recs, link := mapPcap(f, name, &r.read); recs != nil {
 				r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
 				continue
 			}
@@ -285,23 +286,24 @@ func headerError(fail func(string, ...any) error, format string, err error) erro
 // (mapped.go): a file cut shorter while it is read is a problem of that
 // file, found here, and cannot make the caller's reads of p fault.
 func (r *Reader) Next(p *Packet) error {
-	_, err := r.next(p, nil, false)
+	_, _, err := r.next(p, nil, false)
 	return err
 }
 
-// NextAppend is Next with p.Segment appended to buf, which it returns
-// grown: the segment is then the caller's, for as long as it keeps buf,
-// at the cost of the one copy a caller that keeps segments makes anyway.
-// p.TCP, when decoded, points into that copy, and is valid until the next
-// call.
-func (r *Reader) NextAppend(p *Packet, buf []byte) ([]byte, error) {
+// NextShared is Next for a caller that hands segments to other
+// goroutines: it leaves a mapped file's segment where it lies, in the
+// returned Segment, and appends any other file's to buf, which it
+// returns grown. p.Segment and p.TCP are nil: the segment's bytes are
+// read with Segment.Bytes, and a mapped one's stay mapped until the Lease
+// taken after it (Reader.Lease) is released.
+func (r *Reader) NextShared(p *Packet, buf []byte) (Segment, []byte, error) {
 	return r.next(p, buf, true)
 }
 
-// next is Next, and with appending NextAppend.
-func (r *Reader) next(p *Packet, buf []byte, appending bool) ([]byte, error) {
+// next is Next, and with shared NextShared.
+func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, error) {
 	if r.closed {
-		return buf, errors.New("capture: Next on a closed Reader")
+		return Segment{}, buf, errors.New("capture: Next on a closed Reader")
 	}
 	if !r.primed {
 		r.primed = true
@@ -325,27 +327,29 @@ func (r *Reader) next(p *Packet, buf []byte, appending bool) ([]byte, error) {
 	for len(r.heap) > 0 {
 		s := r.heap[0]
 		seg := s.head.Segment
-		var ok bool
+		*p = s.head
 		switch {
-		case s.mapped != nil && appending:
-			if buf, ok = r.copyOut(s, buf, seg); !ok {
+		case shared && s.mapped != nil:
+			m := s.mapped
+			if m.pendingFrom < 0 {
+				m.pendingFrom = m.recStart
+			}
+			p.Segment, p.TCP = nil, nil
+			r.last = s
+			return Segment{b: seg, m: m, frame: s.frame, Fixed: s.fixed}, buf, nil
+		case shared:
+			buf = append(buf, seg...)
+			seg = buf[len(buf)-len(seg) : len(buf) : len(buf)]
+			p.Segment, p.TCP = nil, nil
+			r.last = s
+			return Segment{b: seg, Fixed: [20]byte(seg)}, buf, nil
+		case s.mapped != nil:
+			var ok bool
+			if r.own, ok = r.copyOut(s, r.own[:0], seg); !ok {
 				r.pop() // the file became shorter (s.stop)
 				continue
 			}
-			seg = buf[len(buf)-len(seg):]
-		case s.mapped != nil:
-			if r.own, ok = r.copyOut(s, r.own[:0], seg); !ok {
-				r.pop()
-				continue
-			}
-			seg = r.own
-		case appending:
-			buf = append(buf, seg...)
-			seg = buf[len(buf)-len(seg):]
-		}
-		*p = s.head
-		if s.mapped != nil || appending {
-			seg = seg[:len(seg):len(seg)]
+			seg = r.own[:len(r.own):len(r.own)]
 			p.Segment = seg
 			if p.TCP != nil {
 				hlen := len(p.TCP.Contents)
@@ -353,9 +357,9 @@ func (r *Reader) next(p *Packet, buf []byte, appending bool) ([]byte, error) {
 			}
 		}
 		r.last = s
-		return buf, nil
+		return Segment{}, buf, nil
 	}
-	return buf, io.EOF
+	return Segment{}, buf, io.EOF
 }
 
 // copyOut appends seg, in s's mapping, to dst. It returns false, and dst
@@ -448,6 +452,10 @@ func (r *Reader) advance(s *source) (ok bool) {
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
 		s.head.WireLength = wire
+		if s.mapped != nil {
+			// Read here, where faults are caught, for NextShared.
+			s.fixed = [20]byte(info.seg)
+		}
 		return true
 	}
 }
@@ -539,8 +547,8 @@ func (r *Reader) Problems() []error {
 		if l := s.longer; l.n > 0 {
 			out = append(out, &FrameError{File: s.name, Frame: l.first, Err: &LongerError{Captured: l.captured, Original: l.original, More: l.n - 1}})
 		}
-		if s.stop != nil {
-			out = append(out, s.stop)
+		if stop := s.stopped(); stop != nil {
+			out = append(out, stop)
 		}
 	}
 	return out

@@ -16,19 +16,17 @@ import (
 // a buffer first. That copy was the largest single cost of reading a
 // file, and it fell on the goroutine every other one waits for.
 //
-// Only the TCP segment of a packet handed out is copied, out of the
-// mapping into memory the Reader or its caller owns (Reader.Next,
-// Reader.NextAppend): no byte of the mapping is read outside this package.
-// That is what lets a file cut shorter while it is read (whose pages past
-// the new end fault when read, even those read before) be an input
-// problem naming the file and the frame: every read of the mapping is in
-// a function here that asks for faults as panics and recovers them
-// (guardFault), and nothing a consumer does can fault on a file.
+// No byte of the mapping is read outside this package: Next copies the
+// segment it hands out, and a segment NextShared hands out is read with
+// Segment.Bytes (lease.go). That is what lets a file cut shorter while it
+// is read (whose pages past the new end fault when read, even those read
+// before) be an input problem naming the file and the frame: every read
+// of the mapping is in a function here that asks for faults as panics and
+// recovers them (guardFault, mapping.catch).
 //
-// The mapping is given back to the kernel behind the read position, so
-// that the memory the process holds does not grow with the file; since no
-// packet handed out points into it, nothing needs to stay mapped behind
-// the record being read.
+// The mapping is given back to the kernel behind the read position and
+// the oldest segment still leased, so that the memory the process holds
+// does not grow with the file.
 
 const (
 	// mapStep is how much of the file is counted as read, and given back
@@ -53,7 +51,14 @@ type mappedRecords struct {
 	sink     byte
 	// reading is true while a record header is read, so that a fault then
 	// is put on the frame that record starts, not the one before it.
-	reading bool
+	reading  bool
+	recStart int // where the record read last starts
+	// Leases of the segments NextShared hands out (lease.go).
+	pendingFrom int    // where the first one not yet leased starts; -1: none
+	holds       []hold // the leases not known to be released, in order
+	// lostFrom is the first frame whose bytes Segment.Bytes found gone,
+	// 0 for none; set from the goroutines that read segments.
+	lostFrom atomic.Int64
 	// read counts the bytes read, for Reader.BytesRead.
 	read *atomic.Int64
 }
@@ -61,13 +66,14 @@ type mappedRecords struct {
 // mapping is one file mapped into memory.
 type mapping struct {
 	data []byte
+	name string
 }
 
-// mapPcap maps f when it is a regular file holding an
+// mapPcap maps f, named name, when it is a regular file holding an
 // uncompressed classic pcap capture whose header pcapgo accepts. Otherwise,
 // or when mapping fails, it returns nil, and the file is read the usual
 // way, which also words any error.
-func mapPcap(f *os.File, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
+func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() < 24 || int64(int(st.Size())) != st.Size() {
 		return nil, 0
@@ -80,13 +86,13 @@ func mapPcap(f *os.File, read *atomic.Int64) (*mappedRecords, layers.LinkType) {
 	if err != nil {
 		return nil, 0
 	}
-	m := &mapping{data: data}
+	m := &mapping{data: data, name: name}
 	format, link, err := pcapHeader(data[:24])
 	if err != nil {
 		m.unmap()
 		return nil, 0
 	}
-	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read}, link
+	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read, pendingFrom: -1}, link
 }
 
 // ZeroCopyReadPacketData returns the next record's bytes, in the mapping,
@@ -121,6 +127,7 @@ func (r *mappedRecords) next() ([]byte, gopacket.CaptureInfo, error) {
 	if err != nil {
 		return nil, ci, err
 	}
+	r.recStart = r.off
 	start := r.off + 16
 	end := start + ci.CaptureLength
 	if end > len(data) {
@@ -132,14 +139,14 @@ func (r *mappedRecords) next() ([]byte, gopacket.CaptureInfo, error) {
 }
 
 // step counts the next mapStep bytes as read, and gives back the whole
-// steps behind the read position: the packets handed out before were
-// copied out of the mapping, and the record at the read position is read
-// from the page cache again should its page have been given back.
+// steps behind both the read position and the segments NextShared handed
+// out that are not leased yet or whose lease is not released (keep).
 func (r *mappedRecords) step() {
 	end := min(r.counted+mapStep, len(r.m.data))
 	r.read.Add(int64(end - r.counted))
 	r.counted = end
-	for r.off-r.released >= mapStep {
+	limit := r.keep()
+	for limit-r.released >= mapStep {
 		r.m.release(r.released, r.released+mapStep)
 		r.released += mapStep
 	}

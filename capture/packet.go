@@ -9,8 +9,8 @@ import (
 
 // Packet is one captured frame that carried a TCP segment, as the reassembly
 // stage needs it. The reader reuses a Packet's TCP layer and payload between
-// calls to Next: a consumer that keeps bytes must copy them, or have
-// Reader.NextAppend copy them into its own buffer.
+// calls to Next: a consumer that keeps bytes must copy them, or take them
+// from Reader.NextShared.
 type Packet struct {
 	File  int       // index of the input file in the order the caller named them
 	Frame int64     // 1-based frame number within that file, as Wireshark counts

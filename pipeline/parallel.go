@@ -47,9 +47,12 @@ const (
 
 // chunk is a run of consecutive packets, dealt to the workers in parts.
 type chunk struct {
-	// arena holds the TCP header and payload of each packet, copied there
-	// by the capture reader (NextAppend), read by all workers.
+	// arena holds the TCP header and payload of each packet the reader
+	// did not leave in a file's mapping, read by all workers.
 	arena []byte
+	// lease keeps the chunk's segments in a file's mapping mapped until
+	// the merger is done with the chunk.
+	lease *capture.Lease
 	parts []*part // one per worker
 	last  bool    // the final chunk: the workers finish their connections
 	err   error
@@ -78,10 +81,10 @@ type packetRec struct {
 	network gopacket.Flow
 	cut     bool
 	wire    int
-	seg     []byte // the TCP header and payload, in the chunk's arena
-	// tcp is seg's fixed TCP header, copied by the dealer, which has just
-	// read it: the worker reads it here with the rest of the record.
-	tcp [20]byte
+	// seg is the TCP header and payload, in the chunk's arena or in the
+	// file's mapping. Its fixed header is copied: the worker reads it here
+	// with the rest of the record.
+	seg capture.Segment
 }
 
 type flushRec struct {
@@ -232,7 +235,8 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, sink S
 }
 
 func (c *chunk) reset() {
-	c.arena = c.arena[:0]
+	c.lease.Release()
+	c.arena, c.lease = c.arena[:0], nil
 	for _, pt := range c.parts {
 		pt.pkts, pt.flushes = pt.pkts[:0], pt.flushes[:0]
 	}
@@ -323,6 +327,7 @@ type adder struct {
 	tcp layers.TCP
 	dec capture.TCPDecoder
 	p   capture.Packet
+	buf []byte // the segment being added, when it is copied out of a mapping
 }
 
 // add adds the packets of pt.
@@ -338,8 +343,12 @@ func (a *adder) add(pt *part) {
 		for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
 			flush(pt.flushes[fi])
 		}
+		seg, err := pk.seg.Bytes(&a.buf)
+		if err != nil {
+			continue // the file became shorter: one of files.Problems()
+		}
 		// The capture reader checked what makes this fail.
-		if a.dec.DecodeFixed(&a.tcp, &pk.tcp, pk.seg) != nil {
+		if a.dec.DecodeFixed(&a.tcp, &pk.seg.Fixed, seg) != nil {
 			continue
 		}
 		p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
@@ -374,6 +383,7 @@ func (rd *dealer) run() {
 	take := func() { c = <-rd.free }
 	send := func(last, interrupted bool, err error) {
 		c.last, c.interrupted, c.err, c.stats = last, interrupted, err, rd.files.Stats()
+		c.lease = rd.files.Lease()
 		for i, pt := range c.parts {
 			rd.work[i] <- pt
 		}
@@ -397,8 +407,11 @@ func (rd *dealer) run() {
 		if rd.opt.MaxPackets > 0 && rd.files.Stats().Packets >= rd.opt.MaxPackets {
 			break
 		}
-		var err error
-		c.arena, err = rd.files.NextAppend(&p, c.arena)
+		var (
+			seg capture.Segment
+			err error
+		)
+		seg, c.arena, err = rd.files.NextShared(&p, c.arena)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -408,12 +421,11 @@ func (rd *dealer) run() {
 		}
 		rd.sum.note(&p)
 		seq++
-		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
+		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		pt := c.parts[pick(&p, src, dst, n)]
-		seg := p.Segment
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
-			cut: p.Cut, wire: p.WireLength, seg: seg, tcp: *(*[20]byte)(seg)})
-		tcpBytes += len(seg)
+			cut: p.Cut, wire: p.WireLength, seg: seg})
+		tcpBytes += seg.Len()
 		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
 				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
