@@ -2,6 +2,7 @@ package capture
 
 import (
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 )
 
@@ -38,12 +39,13 @@ type Segment struct {
 func (g *Segment) Len() int { return len(g.b) }
 
 // Bytes returns the segment's bytes: as they are when they lie in the
-// caller's buffer, or else copied out of the mapping into *scratch (grown
-// as needed), valid until scratch is used again. Call it before the
-// segment's lease is released; it is safe for concurrent use with
-// different scratch buffers. When the file became shorter and the bytes
-// are gone, it returns a *FrameError naming the file and the frame, which
-// Reader.Problems also reports; so do the file's later frames.
+// caller's buffer (or OwnSegments copied them), or else copied out of the
+// mapping into *scratch, grown as needed and valid until it is used again
+// (scratch is not used for the others, and may then be nil). Call it
+// before the segment's lease is released; it is safe for concurrent use
+// with different scratch buffers. When the file became shorter and the
+// bytes are gone, it returns a *FrameError naming the file and the frame,
+// which Reader.Problems also reports; so do the file's later frames.
 func (g *Segment) Bytes(scratch *[]byte) ([]byte, error) {
 	if g.m == nil {
 		return g.b, nil
@@ -60,6 +62,67 @@ func (r *mappedRecords) copySegment(g *Segment, scratch *[]byte) ([]byte, error)
 		return nil, &FrameError{File: r.m.name, Frame: g.frame, Err: errShrank}
 	}
 	return *scratch, nil
+}
+
+// OwnSegments copies the mapped ones among n segments, seg(0) to
+// seg(n-1), out of their files' mappings into *buf (grown as needed) and
+// makes them point there: Bytes then returns them as they are. It is
+// Bytes for a batch, with faults caught once for the batch rather than
+// once a segment, which costs about as much as copying one; call it on the
+// consumer's goroutine before the segments' lease is released. The
+// segments of a file found shorter are left to Bytes, which returns the
+// error for them. The segments copied stay valid as long as *buf is not
+// used again.
+func OwnSegments(buf *[]byte, n int, seg func(int) *Segment) {
+	total := 0
+	for i := range n {
+		if g := seg(i); g.m != nil {
+			total += len(g.b)
+		}
+	}
+	if total == 0 {
+		return
+	}
+	*buf = slices.Grow((*buf)[:0], total) // so that no segment moves
+	for i := 0; i < n; {
+		i = ownFrom(buf, n, seg, i)
+	}
+}
+
+// ownFrom is OwnSegments from segment i on, until a fault; it returns
+// where to go on.
+func ownFrom(buf *[]byte, n int, seg func(int) *Segment, i int) (next int) {
+	at := i
+	defer catchAt(debug.SetPanicOnFault(true), seg, &at, &next)
+	for ; at < n; at++ {
+		g := seg(at)
+		if g.m == nil {
+			continue
+		}
+		if lost := g.m.lostFrom.Load(); lost != 0 && g.frame >= lost {
+			continue // Bytes returns the error
+		}
+		off := len(*buf)
+		*buf = append(*buf, g.b...)
+		g.b, g.m = (*buf)[off:len(*buf):len(*buf)], nil
+	}
+	return n
+}
+
+// catchAt ends ownFrom, deferred with what debug.SetPanicOnFault(true)
+// returned: it puts that back and, when copying segment *at faulted in its
+// file's mapping, notes the frame as lost and sets *next past it. Any other
+// panic goes on.
+func catchAt(old bool, seg func(int) *Segment, at, next *int) {
+	debug.SetPanicOnFault(old)
+	if v := recover(); v != nil {
+		g := seg(*at)
+		if g.m == nil || !g.m.m.isFault(v) {
+			panic(v)
+		}
+		g.m.noteLost(g.frame)
+		*next = *at + 1
+	}
 }
 
 // copyGuarded copies b, in the mapping, into *dst; it returns true when

@@ -140,3 +140,53 @@ func TestSharedFileShrinks(t *testing.T) {
 	}
 	checkShrank(t, r.Problems(), path, 6)
 }
+
+// TestOwnSegments copies a batch of NextShared's segments out of the
+// mapping: they keep their bytes when the file is then cut to its header.
+// A batch taken after the cut stops at the first segment found gone, and
+// Bytes returns the error for it and the file's later frames.
+func TestOwnSegments(t *testing.T) {
+	const n = 60
+	path, segs := shrinkCapture(t, t.TempDir(), "shrinks.pcap", n, t0)
+	r, err := Open([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var p Packet
+	var kept []Segment
+	for range n {
+		g, _, err := r.NextShared(&p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, g)
+	}
+	defer r.Lease().Release()
+	var owned []byte
+	first, later := kept[:n/2], kept[n/2:]
+	OwnSegments(&owned, len(first), func(i int) *Segment { return &first[i] })
+	if err := os.Truncate(path, 24); err != nil {
+		t.Fatal(err)
+	}
+	for i := range first {
+		if b, err := first[i].Bytes(nil); err != nil || !bytes.Equal(b, segs[i]) {
+			t.Fatalf("frame %d, owned before the cut: % x, %v", i+1, b, err)
+		}
+	}
+	var again []byte
+	OwnSegments(&again, len(later), func(i int) *Segment { return &later[i] })
+	var scratch []byte
+	for i := range later {
+		frame := int64(n/2 + i + 1)
+		b, err := later[i].Bytes(&scratch)
+		var fe *FrameError
+		if b != nil || !errors.As(err, &fe) || fe.Frame != frame {
+			t.Errorf("frame %d, after the cut: %q, %v", frame, b, err)
+		}
+	}
+	if _, _, err := r.NextShared(&p, nil); err != io.EOF {
+		t.Fatalf("NextShared after the cut: %v, want io.EOF", err)
+	}
+	checkShrank(t, r.Problems(), path, n/2+1)
+}

@@ -327,7 +327,8 @@ type adder struct {
 	tcp layers.TCP
 	dec capture.TCPDecoder
 	p   capture.Packet
-	buf []byte // the segment being added, when it is copied out of a mapping
+	buf []byte // the part's segments that were in a file's mapping
+	one []byte // scratch for Segment.Bytes, which OwnSegments leaves unused
 }
 
 // add adds the packets of pt.
@@ -337,13 +338,14 @@ func (a *adder) add(pt *part) {
 		rec.key = f.key
 		w.asm.Expire(f.at)
 	}
+	capture.OwnSegments(&a.buf, len(pt.pkts), func(i int) *capture.Segment { return &pt.pkts[i].seg })
 	fi := 0
 	for i := range pt.pkts {
 		pk := &pt.pkts[i]
 		for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
 			flush(pt.flushes[fi])
 		}
-		seg, err := pk.seg.Bytes(&a.buf)
+		seg, err := pk.seg.Bytes(&a.one)
 		if err != nil {
 			continue // the file became shorter: one of files.Problems()
 		}
