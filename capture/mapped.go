@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
@@ -166,11 +167,24 @@ func (r *mappedRecords) touch() {
 		return
 	}
 	r.touched = a
+	if r.touchPage(data[a : a+pageSize]) {
+		// The page is gone: the file became shorter. Which frame that
+		// stops is for the reads of the records' own bytes to say, not
+		// for a read ahead of them; there is nothing more to touch.
+		r.touched = len(data)
+	}
+}
+
+// touchPage reads a byte of every cache line of page; it returns true
+// when that faulted.
+func (r *mappedRecords) touchPage(page []byte) (faulted bool) {
+	defer r.m.catch(debug.SetPanicOnFault(true), &faulted)
 	var x byte
-	for i := a; i < a+pageSize; i += lineSize {
-		x += data[i]
+	for i := 0; i < len(page); i += lineSize {
+		x += page[i]
 	}
 	r.sink += x
+	return false
 }
 
 // errShrank is the problem of a mapped file cut shorter while it was

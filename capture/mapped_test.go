@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -151,4 +152,50 @@ func TestMappingGivenBack(t *testing.T) {
 	if len(mr.m.data)-mr.released > 2*mapStep {
 		t.Errorf("%d of %d bytes given back at the end", mr.released, len(mr.m.data))
 	}
+}
+
+// TestFileShrinksToPage cuts a mapped file at a page boundary ahead of
+// the reader: the frames that end before the cut are all read (reading a
+// page ahead of the records, which faults first, does not stop the file),
+// and the problem names the first frame that crosses it.
+func TestFileShrinksToPage(t *testing.T) {
+	const n, before, cut = 200, 20, 20 * pageSize
+	path, segs := shrinkCapture(t, t.TempDir(), "shrinks.pcap", n, t0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first frame whose record ends past the cut.
+	crossing, off := int64(0), 24
+	for i := int64(1); crossing == 0; i++ {
+		off += 16 + int(binary.LittleEndian.Uint32(b[off+8:])) // the captured length
+		if off > cut {
+			crossing = i
+		}
+	}
+	r, err := Open([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var p Packet
+	for range before {
+		if err := r.Next(&p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(path, cut); err != nil {
+		t.Fatal(err)
+	}
+	read := int64(before)
+	for r.Next(&p) == nil {
+		if !bytes.Equal(p.Segment, segs[p.Frame-1]) {
+			t.Fatalf("frame %d after the cut: % x", p.Frame, p.Segment)
+		}
+		read++
+	}
+	if read != crossing-1 {
+		t.Errorf("%d frames read, want the %d before the cut", read, crossing-1)
+	}
+	checkShrank(t, r.Problems(), path, crossing)
 }
