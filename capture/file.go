@@ -66,9 +66,12 @@ type Reader struct {
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 	leaveTCP bool
-	// own holds the segment Next handed out last when its file is read
-	// through a mapping: what Next hands out is never in the mapping.
-	own []byte
+	// sharing is true while NextShared reads: a mapped head is left in
+	// the mapping. Otherwise it is copied as it is read (source.own), or
+	// into own when it was read for NextShared and Next hands it out:
+	// what Next hands out is never in the mapping.
+	sharing bool
+	own     []byte
 }
 
 // LeaveTCP makes Next leave the TCP header undecoded (Packet.TCP nil) for a
@@ -103,6 +106,9 @@ type source struct {
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
 	fixed  [20]byte        // a mapped head's fixed TCP header (Segment.Fixed)
+	// owned is true when a mapped head was copied into own, for Next.
+	owned bool
+	own   []byte
 }
 
 // longerRecords counts the records of a file whose captured length exceeds
@@ -305,6 +311,7 @@ func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, erro
 	if r.closed {
 		return Segment{}, buf, errors.New("capture: Next on a closed Reader")
 	}
+	r.sharing = shared
 	if !r.primed {
 		r.primed = true
 		for _, s := range r.srcs {
@@ -329,7 +336,7 @@ func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, erro
 		seg := s.head.Segment
 		*p = s.head
 		switch {
-		case shared && s.mapped != nil:
+		case shared && s.mapped != nil && !s.owned:
 			m := s.mapped
 			if m.pendingFrom < 0 {
 				m.pendingFrom = m.recStart
@@ -343,7 +350,7 @@ func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, erro
 			p.Segment, p.TCP = nil, nil
 			r.last = s
 			return Segment{b: seg, Fixed: [20]byte(seg)}, buf, nil
-		case s.mapped != nil:
+		case s.mapped != nil && !s.owned:
 			var ok bool
 			if r.own, ok = r.copyOut(s, r.own[:0], seg); !ok {
 				r.pop() // the file became shorter (s.stop)
@@ -453,8 +460,19 @@ func (r *Reader) advance(s *source) (ok bool) {
 		s.head.Segment = info.seg
 		s.head.WireLength = wire
 		if s.mapped != nil {
-			// Read here, where faults are caught, for NextShared.
+			// Read here, where faults are caught already: the fixed
+			// header for NextShared, the whole segment for Next.
 			s.fixed = [20]byte(info.seg)
+			s.owned = !r.sharing
+			if s.owned {
+				s.own = append(s.own[:0], info.seg...)
+				seg := s.own[:len(s.own):len(s.own)]
+				s.head.Segment = seg
+				if tcp != nil {
+					hlen := len(tcp.Contents)
+					tcp.Contents, tcp.Payload = seg[:hlen:hlen], seg[hlen:]
+				}
+			}
 		}
 		return true
 	}

@@ -190,3 +190,47 @@ func TestOwnSegments(t *testing.T) {
 	}
 	checkShrank(t, r.Problems(), path, n/2+1)
 }
+
+// TestNextAndNextShared alternates the two on a mapped file: a packet
+// read ahead for one is handed out right by the other.
+func TestNextAndNextShared(t *testing.T) {
+	const n = 40
+	path, segs := shrinkCapture(t, t.TempDir(), "both.pcap", n, t0)
+	r, err := Open([]string{path}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var (
+		p       Packet
+		buf     []byte
+		scratch []byte
+	)
+	for i := range n {
+		var b []byte
+		if i%3 == 0 {
+			if err := r.Next(&p); err != nil {
+				t.Fatal(err)
+			}
+			b = p.Segment
+			if string(p.TCP.Payload) != string(segs[i][20:]) {
+				t.Errorf("frame %d by Next: payload %.20q", i+1, p.TCP.Payload)
+			}
+		} else {
+			var g Segment
+			if g, buf, err = r.NextShared(&p, buf); err != nil {
+				t.Fatal(err)
+			}
+			if b, err = g.Bytes(&scratch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if p.Frame != int64(i+1) || !bytes.Equal(b, segs[i]) {
+			t.Fatalf("packet %d: frame %d, segment %.20q", i+1, p.Frame, b)
+		}
+	}
+	r.Lease().Release()
+	if err := r.Next(&p); err != io.EOF {
+		t.Errorf("at the end: %v, want io.EOF", err)
+	}
+}
