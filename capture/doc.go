@@ -46,35 +46,39 @@
 // until then.
 //
 // A mapped file's bytes never reach another package as a slice: Next
-// copies a mapped packet's segment into a buffer of the Reader (its
-// caller reads it at once, on the same goroutine), and NextShared, for a
-// caller that hands segments to other goroutines, gives a Segment whose
-// bytes are read with Segment.Bytes under a Lease (lease.go). Of the two
-// ways to let other goroutines have mapped bytes safely, copies on the
-// reading goroutine and a lease, this is the lease, for a reason measured
-// and one forced:
+// copies a mapped packet's segment into a buffer of the Reader as it reads
+// it (its caller reads it at once, on the same goroutine), and
+// NextShared, for a caller that hands segments to other goroutines, gives
+// a Segment whose bytes are read with Segment.Bytes or OwnSegments under
+// a Lease (lease.go).
 //
-//   - copies cost: analyze reads few of a segment's payload bytes (the
-//     decoder skips record data), and copying every segment on the
-//     reading goroutine, into the pipeline's chunk arenas, took about a
-//     tenth more CPU on the shared bench's 1 GB load;
-//   - a file cut shorter while it is read faults when its lost pages are
-//     read, by whichever goroutine reads them, even pages read before.
-//     With a lease alone, the consumers' goroutines would read the
-//     mapping in reassembly and decoding, and each would have to catch
-//     faults. So a leased segment is read only through Segment.Bytes,
-//     which copies it on the consumer's goroutine into a scratch buffer
-//     the consumer reads again at once, and which turns a fault into a
-//     *FrameError. Every read of a mapping is in a function of this
-//     package that asks for faults as panics and recovers them there
-//     (guardFault, mapping.catch): the file stops with one *FrameError in
-//     Problems naming it and the first frame found gone, like a file that
-//     ends inside a record; Next goes on with the other files; no panic
-//     leaves this package.
+// Why so. A file cut shorter while it is read faults when its lost pages
+// are read, by whichever goroutine reads them, pages read before the cut
+// included. For that to be an error here and never a panic in the
+// pipeline, every byte a consumer reads must be copied out of the mapping
+// by a function of this package that asks for faults as panics and
+// recovers them there (guardFault, mapping.catch, catchAt); the file then
+// stops with one *FrameError in Problems naming it and the first frame
+// found gone, like a file that ends inside a record, and Next goes on
+// with the other files. The copy is not free: analyze reads few of a
+// segment's payload bytes (the decoder skips record data), so copying
+// them all costs memory bandwidth the mapping saved.
 //
-// The lease, not a constant shared with the consumer, bounds how much of
-// a file stays mapped: its pages are given back behind the oldest lease
-// not released.
+// Of the two places for that copy, the reading goroutine (Next for every
+// consumer, into the pipeline's chunk arenas) and the consumers' (a lease
+// over segments left in the mapping, copied by the worker that reads
+// them), this is the lease: on the shared bench's 1 GB load the copy on
+// the reading goroutine took as much CPU or more, and it sits on the
+// goroutine every other one waits for, where the workers' copies run in
+// parallel. Measured on the 2 shared cores, both cost analyze about a
+// sixth more CPU than reading the mapping in place did (see the commits).
+// The lease, not a constant shared with the consumer, also bounds how
+// much of a file stays mapped: its pages are given back behind the oldest
+// lease not released.
+//
+// A cut inside a page leaves the rest of that page reading as zeros, not
+// faulting: the frame across the cut is read with a zeroed tail, and the
+// zeros as empty records, until the next page faults.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture
