@@ -328,7 +328,10 @@ type adder struct {
 	dec capture.TCPDecoder
 	p   capture.Packet
 	buf []byte // the part's segments that were in a file's mapping
-	one []byte // scratch for Segment.Bytes, which OwnSegments leaves unused
+	// one is Segment.Bytes's scratch, left unused: after OwnSegments the
+	// only segments still in a mapping are those of a file found shorter,
+	// for which Bytes returns the error without copying.
+	one []byte
 }
 
 // add adds the packets of pt.
@@ -338,6 +341,9 @@ func (a *adder) add(pt *part) {
 		rec.key = f.key
 		w.asm.Expire(f.at)
 	}
+	// Out of the files' mappings at once, before the chunk's lease is
+	// released and so that nothing below reads a mapping, which faults
+	// when the file was cut shorter.
 	capture.OwnSegments(&a.buf, len(pt.pkts), func(i int) *capture.Segment { return &pt.pkts[i].seg })
 	fi := 0
 	for i := range pt.pkts {
