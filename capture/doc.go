@@ -35,17 +35,50 @@
 //     interface's if_fcslen declares (stripped from Ethernet frames before
 //     IP; undeclared, the IP length trims it as it trims padding).
 //
-// Hot path: a classic pcap file is mapped into memory and its packets are
-// handed out where they lie, valid until Close (Packet.Stable), with the
-// pages behind the read position given back as it goes (mapped.go); a file
-// cut shorter while it is read makes those reads fault, which Reader.Fault
-// turns into an error for a goroutine that asked for faults as panics.
-// Other inputs (stdin, pcapng, gzip) are read with zero-copy reads out of a
-// read buffer. Headers are decoded into layer structs that are reused, the
-// TCP options skipped (TCPDecoder), so reading allocates nothing per
-// packet. Several files are merged without copying: a file is read on only
-// after its last packet was handed out, at the next call to Next, so that
-// packet's bytes stay valid until then.
+// Hot path: a classic pcap file is mapped into memory and its record and
+// frame headers are read where they lie, with the pages behind the read
+// position given back as it goes (mapped.go). Other inputs (stdin, pcapng,
+// gzip) are read with zero-copy reads out of a read buffer. Headers are
+// decoded into layer structs that are reused, the TCP options skipped
+// (TCPDecoder), so reading allocates nothing per packet. Several files are
+// merged without copying: a file is read on only after its last packet was
+// handed out, at the next call to Next, so that packet's bytes stay valid
+// until then.
+//
+// A mapped file's bytes never reach another package as a slice: Next
+// copies a mapped packet's segment into a buffer of the Reader as it reads
+// it (its caller reads it at once, on the same goroutine), and
+// NextShared, for a caller that hands segments to other goroutines, gives
+// a Segment whose bytes are read with Segment.Bytes or OwnSegments under
+// a Lease (lease.go).
+//
+// Why so. A file cut shorter while it is read faults when its lost pages
+// are read, by whichever goroutine reads them, pages read before the cut
+// included. For that to be an error here and never a panic in the
+// pipeline, every byte a consumer reads must be copied out of the mapping
+// by a function of this package that asks for faults as panics and
+// recovers them there (guardFault, mapping.catch, catchAt); the file then
+// stops with one *FrameError in Problems naming it and the first frame
+// found gone, like a file that ends inside a record, and Next goes on
+// with the other files. The copy is not free: analyze reads few of a
+// segment's payload bytes (the decoder skips record data), so copying
+// them all costs memory bandwidth the mapping saved.
+//
+// Of the two places for that copy, the reading goroutine (Next for every
+// consumer, into the pipeline's chunk arenas) and the consumers' (a lease
+// over segments left in the mapping, copied by the worker that reads
+// them), this is the lease: on the shared bench's 1 GB load the copy on
+// the reading goroutine took as much CPU or more, and it sits on the
+// goroutine every other one waits for, where the workers' copies run in
+// parallel. Measured on the 2 shared cores, both cost analyze about a
+// sixth more CPU than reading the mapping in place did (see the commits).
+// The lease, not a constant shared with the consumer, also bounds how
+// much of a file stays mapped: its pages are given back behind the oldest
+// lease not released.
+//
+// A cut inside a page leaves the rest of that page reading as zeros, not
+// faulting: the frame across the cut is read with a zeroed tail, and the
+// zeros as empty records, until the next page faults.
 //
 // Live capture and the capture filter, in capture/filter, belong here too.
 package capture

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 
@@ -65,6 +66,12 @@ type Reader struct {
 	read     atomic.Int64 // file bytes consumed, over all inputs
 	filter   filterHook   // the capture filter (filter_hook.go); f is nil without one
 	leaveTCP bool
+	// sharing is true while NextShared reads: a mapped head is left in
+	// the mapping. Otherwise it is copied as it is read (source.own), or
+	// into own when it was read for NextShared and Next hands it out:
+	// what Next hands out is never in the mapping.
+	sharing bool
+	own     []byte
 }
 
 // LeaveTCP makes Next leave the TCP header undecoded (Packet.TCP nil) for a
@@ -98,6 +105,10 @@ type source struct {
 	longer longerRecords   // records captured longer than the frame was
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
+	fixed  [20]byte        // a mapped head's fixed TCP header (Segment.Fixed)
+	// owned is true when a mapped head was copied into own, for Next.
+	owned bool
+	own   []byte
 }
 
 // longerRecords counts the records of a file whose captured length exceeds
@@ -184,7 +195,6 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 func (r *Reader) mappedSource(index int, name string, f *os.File, recs *mappedRecords, link layers.LinkType) *source {
 	s := &source{index: index, name: name, closer: f, pr: recs, mapped: recs, link: link, fcs: recs.fcs}
 	s.head.TCP = &s.tcp.TCP
-	s.head.Stable = true
 	return s
 }
 
@@ -278,11 +288,30 @@ func headerError(fail func(string, ...any) error, format string, err error) erro
 // does not make Next fail.
 //
 // p's TCP layer and payload belong to the Reader and are valid until the
-// next call to Next.
+// next call to Next. They are never in the memory mapping of a file
+// (mapped.go): a file cut shorter while it is read is a problem of that
+// file, found here, and cannot make the caller's reads of p fault.
 func (r *Reader) Next(p *Packet) error {
+	_, _, err := r.next(p, nil, false)
+	return err
+}
+
+// NextShared is Next for a caller that hands segments to other
+// goroutines: it leaves a mapped file's segment where it lies, in the
+// returned Segment, and appends any other file's to buf, which it
+// returns grown. p.Segment and p.TCP are nil: the segment's bytes are
+// read with Segment.Bytes, and a mapped one's stay mapped until the Lease
+// taken after it (Reader.Lease) is released.
+func (r *Reader) NextShared(p *Packet, buf []byte) (Segment, []byte, error) {
+	return r.next(p, buf, true)
+}
+
+// next is Next, and with shared NextShared.
+func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, error) {
 	if r.closed {
-		return errors.New("capture: Next on a closed Reader")
+		return Segment{}, buf, errors.New("capture: Next on a closed Reader")
 	}
+	r.sharing = shared
 	if !r.primed {
 		r.primed = true
 		for _, s := range r.srcs {
@@ -302,18 +331,86 @@ func (r *Reader) Next(p *Packet) error {
 		}
 		r.last = nil
 	}
-	if len(r.heap) == 0 {
-		return io.EOF
+	for len(r.heap) > 0 {
+		s := r.heap[0]
+		seg := s.head.Segment
+		*p = s.head
+		switch {
+		case shared && s.mapped != nil && !s.owned:
+			m := s.mapped
+			if m.pendingFrom < 0 {
+				m.pendingFrom = m.recStart
+			}
+			p.Segment, p.TCP = nil, nil
+			r.last = s
+			return Segment{b: seg, m: m, frame: s.frame, Fixed: s.fixed}, buf, nil
+		case shared:
+			buf = append(buf, seg...)
+			seg = buf[len(buf)-len(seg) : len(buf) : len(buf)]
+			p.Segment, p.TCP = nil, nil
+			r.last = s
+			return Segment{b: seg, Fixed: [20]byte(seg)}, buf, nil
+		case s.mapped != nil && !s.owned:
+			var ok bool
+			if r.own, ok = r.copyOut(s, r.own[:0], seg); !ok {
+				r.pop() // the file became shorter (s.stop)
+				continue
+			}
+			seg = r.own[:len(r.own):len(r.own)]
+			p.Segment = seg
+			if p.TCP != nil {
+				hlen := len(p.TCP.Contents)
+				p.TCP.Contents, p.TCP.Payload = seg[:hlen:hlen], seg[hlen:]
+			}
+		}
+		r.last = s
+		return Segment{}, buf, nil
 	}
-	s := r.heap[0]
-	*p = s.head
-	r.last = s
-	return nil
+	return Segment{}, buf, io.EOF
+}
+
+// copyOut appends seg, in s's mapping, to dst. It returns false, and dst
+// as it was, when the file became shorter and seg's pages are gone.
+func (r *Reader) copyOut(s *source, dst, seg []byte) (out []byte, ok bool) {
+	out = dst
+	defer r.guardFault(s, debug.SetPanicOnFault(true), &ok)
+	return append(dst, seg...), true
+}
+
+// guardFault ends each function that reads s's mapping, deferred with
+// what debug.SetPanicOnFault(true) returned when it began: it puts that
+// setting back and, when the function faulted in the mapping (the file
+// became shorter, and the pages past its new end are gone), records that
+// as what stopped the file, at the frame being read, and sets *ok false.
+// Any other panic goes on. Faults are panics only inside these functions,
+// and such a panic never leaves this package.
+func (r *Reader) guardFault(s *source, old bool, ok *bool) {
+	debug.SetPanicOnFault(old)
+	v := recover()
+	if v == nil {
+		return
+	}
+	if !s.mapped.m.isFault(v) {
+		panic(v)
+	}
+	// The frame read last is at fault unless the fault came while the
+	// next one's record header was read.
+	frame := s.frame
+	if s.mapped.reading {
+		frame++
+		s.mapped.reading = false
+	}
+	s.stop = &FrameError{File: s.name, Frame: frame, Err: errShrank}
+	*ok = false
 }
 
 // advance reads s up to its next TCP segment and stores it in s.head. It
 // returns false at the end of the file or when the file cannot be read on.
-func (r *Reader) advance(s *source) bool {
+// A mapped file's head segment is left in the mapping, for Next to copy.
+func (r *Reader) advance(s *source) (ok bool) {
+	if s.mapped != nil {
+		defer r.guardFault(s, debug.SetPanicOnFault(true), &ok)
+	}
 	for {
 		data, ci, err := s.pr.ZeroCopyReadPacketData()
 		if err != nil {
@@ -362,6 +459,21 @@ func (r *Reader) advance(s *source) bool {
 		s.head.Cut = info.cut
 		s.head.Segment = info.seg
 		s.head.WireLength = wire
+		if s.mapped != nil {
+			// Read here, where faults are caught already: the fixed
+			// header for NextShared, the whole segment for Next.
+			s.fixed = [20]byte(info.seg)
+			s.owned = !r.sharing
+			if s.owned {
+				s.own = append(s.own[:0], info.seg...)
+				seg := s.own[:len(s.own):len(s.own)]
+				s.head.Segment = seg
+				if tcp != nil {
+					hlen := len(tcp.Contents)
+					tcp.Contents, tcp.Payload = seg[:hlen:hlen], seg[hlen:]
+				}
+			}
+		}
 		return true
 	}
 }
@@ -453,8 +565,8 @@ func (r *Reader) Problems() []error {
 		if l := s.longer; l.n > 0 {
 			out = append(out, &FrameError{File: s.name, Frame: l.first, Err: &LongerError{Captured: l.captured, Original: l.original, More: l.n - 1}})
 		}
-		if s.stop != nil {
-			out = append(out, s.stop)
+		if stop := s.stopped(); stop != nil {
+			out = append(out, stop)
 		}
 	}
 	return out
@@ -503,28 +615,6 @@ func (r *Reader) Files() []string {
 // stored (compressed bytes for a gzip file), counted in read-ahead chunks.
 // It is meant for a progress bar and may be called from any goroutine.
 func (r *Reader) BytesRead() int64 { return r.read.Load() }
-
-// Fault turns v, a value recovered from a panic, into an error when it is
-// a memory fault in one of the files the Reader has mapped: the file was
-// cut shorter while it was read (the bytes of a Stable packet are read
-// where the file lies, and the pages past its new end are gone). It returns
-// nil for any other value, which the caller should panic with again. Only
-// a goroutine that called debug.SetPanicOnFault(true) gets such a panic
-// instead of a crash.
-func (r *Reader) Fault(v any) error {
-	f, ok := v.(interface{ Addr() uintptr })
-	if !ok {
-		return nil
-	}
-	for _, s := range r.srcs {
-		if s.mapped != nil {
-			if err := s.mapped.m.fault(f.Addr()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // Close closes the input files (not stdin, which the caller owns).
 func (r *Reader) Close() error {

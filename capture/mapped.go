@@ -1,9 +1,10 @@
 package capture
 
 import (
-	"fmt"
+	"errors"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
@@ -11,26 +12,27 @@ import (
 )
 
 // A classic pcap file that is a regular file is read through a memory
-// mapping of it: the packets are handed out where they lie in the page
-// cache, with no read system call copying them into a buffer first. That
-// copy was the largest single cost of reading a file, and it fell on the
-// goroutine every other one waits for. A packet's bytes also stay valid
-// until the Reader is closed (Packet.Stable), so a caller that hands them
-// to other goroutines need not copy them either.
+// mapping of it: record headers and frame headers are read where they lie
+// in the page cache, with no read system call copying the whole file into
+// a buffer first. That copy was the largest single cost of reading a
+// file, and it fell on the goroutine every other one waits for.
 //
-// The mapping is given back to the kernel behind the read position, so
-// that the memory the process holds does not grow with the file.
+// No byte of the mapping is read outside this package: Next copies the
+// segment it hands out, and a segment NextShared hands out is read with
+// Segment.Bytes (lease.go). That is what lets a file cut shorter while it
+// is read (whose pages past the new end fault when read, even those read
+// before) be an input problem naming the file and the frame: every read
+// of the mapping is in a function here that asks for faults as panics and
+// recovers them (guardFault, mapping.catch).
+//
+// The mapping is given back to the kernel behind the read position and
+// the oldest segment still leased, so that the memory the process holds
+// does not grow with the file.
 
 const (
 	// mapStep is how much of the file is counted as read, and given back
 	// behind the read position, at a time.
 	mapStep = 2 << 20
-	// mapKeep is how much stays mapped behind the read position: the
-	// packets still in flight to other goroutines are read there. (The
-	// pipeline keeps at most chunksAhead × chunkBytes, 8 MiB, of segments
-	// in flight; a page given back too early costs only mapping it again
-	// from the page cache.)
-	mapKeep = 10 << 20
 	// touchAhead is how far ahead of the read position a page is touched
 	// (see touch).
 	touchAhead = 8 << 10
@@ -48,6 +50,16 @@ type mappedRecords struct {
 	released int // m.data[:released] has been given back
 	touched  int // the last page touched ahead
 	sink     byte
+	// reading is true while a record header is read, so that a fault then
+	// is put on the frame that record starts, not the one before it.
+	reading  bool
+	recStart int // where the record read last starts
+	// Leases of the segments NextShared hands out (lease.go).
+	pendingFrom int    // where the first one not yet leased starts; -1: none
+	holds       []hold // the leases not known to be released, in order
+	// lostFrom is the first frame whose bytes Segment.Bytes found gone,
+	// 0 for none; set from the goroutines that read segments.
+	lostFrom atomic.Int64
 	// read counts the bytes read, for Reader.BytesRead.
 	read *atomic.Int64
 }
@@ -81,13 +93,24 @@ func mapPcap(f *os.File, name string, read *atomic.Int64) (*mappedRecords, layer
 		m.unmap()
 		return nil, 0
 	}
-	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read}, link
+	return &mappedRecords{pcapFormat: format, m: m, off: 24, read: read, pendingFrom: -1}, link
 }
 
-// ZeroCopyReadPacketData returns the next record's bytes, valid until the
-// mapping is closed, and its capture info: io.EOF at a clean end of the
-// file, io.ErrUnexpectedEOF when it ends inside a record.
+// ZeroCopyReadPacketData returns the next record's bytes, in the mapping,
+// and its capture info: io.EOF at a clean end of the file,
+// io.ErrUnexpectedEOF when it ends inside a record. It reads the mapping:
+// its caller guards against faults (guardFault). The bytes stay mapped
+// until the next call.
 func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error) {
+	// Not reset by a defer: a fault unwinds through here, and reading
+	// must still say where it happened.
+	r.reading = true
+	data, ci, err := r.next()
+	r.reading = false
+	return data, ci, err
+}
+
+func (r *mappedRecords) next() ([]byte, gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
 	data := r.m.data
 	for r.off >= r.counted && r.counted < len(data) {
@@ -105,6 +128,7 @@ func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, 
 	if err != nil {
 		return nil, ci, err
 	}
+	r.recStart = r.off
 	start := r.off + 16
 	end := start + ci.CaptureLength
 	if end > len(data) {
@@ -115,13 +139,15 @@ func (r *mappedRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, 
 	return data[start:end:end], ci, nil
 }
 
-// step counts the next mapStep bytes as read, and gives back what lies
-// more than mapKeep behind the read position.
+// step counts the next mapStep bytes as read, and gives back the whole
+// steps behind both the read position and the segments NextShared handed
+// out that are not leased yet or whose lease is not released (keep).
 func (r *mappedRecords) step() {
 	end := min(r.counted+mapStep, len(r.m.data))
 	r.read.Add(int64(end - r.counted))
 	r.counted = end
-	for r.off-r.released >= mapKeep+mapStep {
+	limit := r.keep()
+	for limit-r.released >= mapStep {
 		r.m.release(r.released, r.released+mapStep)
 		r.released += mapStep
 	}
@@ -141,18 +167,33 @@ func (r *mappedRecords) touch() {
 		return
 	}
 	r.touched = a
-	var x byte
-	for i := a; i < a+pageSize; i += lineSize {
-		x += data[i]
+	if r.touchPage(data[a : a+pageSize]) {
+		// The page is gone: the file became shorter. Which frame that
+		// stops is for the reads of the records' own bytes to say, not
+		// for a read ahead of them; there is nothing more to touch.
+		r.touched = len(data)
 	}
-	r.sink += x
 }
 
-// fault returns the error for a memory fault at addr when addr lies in
-// the mapping: the file was cut shorter while it was being read.
-func (m *mapping) fault(addr uintptr) error {
-	if m.data == nil || !m.holds(addr) {
-		return nil
+// touchPage reads a byte of every cache line of page; it returns true
+// when that faulted.
+func (r *mappedRecords) touchPage(page []byte) (faulted bool) {
+	defer r.m.catch(debug.SetPanicOnFault(true), &faulted)
+	var x byte
+	for i := 0; i < len(page); i += lineSize {
+		x += page[i]
 	}
-	return fmt.Errorf("read %s: the file became shorter while it was read", m.name)
+	r.sink += x
+	return false
+}
+
+// errShrank is the problem of a mapped file cut shorter while it was
+// read: the pages past its new end fault when read.
+var errShrank = errors.New("the file became shorter while it was read")
+
+// isFault reports whether v, recovered from a panic, is a memory fault
+// in the mapping (see guardFault).
+func (m *mapping) isFault(v any) bool {
+	f, ok := v.(interface{ Addr() uintptr })
+	return ok && m.data != nil && m.holds(f.Addr())
 }

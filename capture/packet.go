@@ -9,7 +9,8 @@ import (
 
 // Packet is one captured frame that carried a TCP segment, as the reassembly
 // stage needs it. The reader reuses a Packet's TCP layer and payload between
-// calls to Next: a consumer that keeps bytes must copy them.
+// calls to Next: a consumer that keeps bytes must copy them, or take them
+// from Reader.NextShared.
 type Packet struct {
 	File  int       // index of the input file in the order the caller named them
 	Frame int64     // 1-based frame number within that file, as Wireshark counts
@@ -22,10 +23,6 @@ type Packet struct {
 	// length. With Reader.LeaveTCP, TCP is nil and Segment is what there
 	// is, for the caller to decode (it decodes without error).
 	Segment []byte
-	// Stable is true when Segment stays valid until the Reader is closed,
-	// not only until the next call to Next: the file is read through a
-	// memory mapping, and its bytes are not reused.
-	Stable bool
 	// Cut is true when the snap length cut this frame's TCP payload: the
 	// payload is shorter than the IP header says, so bytes are missing.
 	Cut bool

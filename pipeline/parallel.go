@@ -38,8 +38,6 @@ const (
 	// a chunk's parts from every worker before it can free the chunk, so
 	// a worker busy with one connection's burst (a 1 MiB fetch response is
 	// 700 segments) holds the others back once they are this far ahead.
-	// chunksAhead × chunkBytes must stay under capture's mapKeep, what it
-	// keeps mapped of a file behind its reader.
 	chunksAhead = 16
 	// batchOps is the most records a worker holds before it hands them
 	// over: the end of a capture closes every connection at once (100,000
@@ -52,8 +50,11 @@ const (
 // chunk is a run of consecutive packets, dealt to the workers in parts.
 type chunk struct {
 	// arena holds the TCP header and payload of each packet the reader
-	// did not hand out Stable, read by all workers.
+	// did not leave in a file's mapping, read by all workers.
 	arena []byte
+	// lease keeps the chunk's segments in a file's mapping mapped until
+	// the merger is done with the chunk.
+	lease *capture.Lease
 	parts []*part // one per worker
 	last  bool    // the final chunk: the workers finish their connections
 	err   error
@@ -69,7 +70,6 @@ type part struct {
 	flushes []flushRec
 	// Set by the worker.
 	asmStats reassembly.Stats
-	err      error // a fault in the capture's mapping
 }
 
 type packetRec struct {
@@ -83,10 +83,10 @@ type packetRec struct {
 	network gopacket.Flow
 	cut     bool
 	wire    int
-	seg     []byte // the TCP header and payload: in the file's mapping, or in the chunk's arena
-	// tcp is seg's fixed TCP header, copied by the dealer, which has just
-	// read it: the worker reads it here with the rest of the record.
-	tcp [20]byte
+	// seg is the TCP header and payload, in the chunk's arena or in the
+	// file's mapping. Its fixed header is copied: the worker reads it here
+	// with the rest of the record.
+	seg capture.Segment
 }
 
 type flushRec struct {
@@ -195,7 +195,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		done[i] = make(chan *batch, chunksAhead)
 		rec := &recorder{cur: new(batch), out: done[i], free: batches}
 		w := newWorker(&opt, ropt, n, rec)
-		go runWorker(w, rec, files, work[i])
+		go runWorker(w, rec, work[i])
 	}
 	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
 	go rd.run()
@@ -207,15 +207,9 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		opt.OnTick(pr)
 	}
 	parts := make([]*part, n)
-	var failed error // a worker's fault in the capture's mapping
 	for {
 		replay(done, batches, parts, d)
 		c := parts[0].chunk
-		for _, pt := range parts {
-			if failed == nil {
-				failed = pt.err
-			}
-		}
 		if opt.OnTick != nil && time.Now().After(nextTick) {
 			nextTick = time.Now().Add(time.Second)
 			tick(c.stats)
@@ -226,9 +220,6 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
-			}
-			if failed != nil {
-				return *sum, failed
 			}
 			sum.Capture = c.stats
 			for _, pt := range parts {
@@ -246,9 +237,10 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 }
 
 func (c *chunk) reset() {
-	c.arena = c.arena[:0]
+	c.lease.Release()
+	c.arena, c.lease = c.arena[:0], nil
 	for _, pt := range c.parts {
-		pt.pkts, pt.flushes, pt.err = pt.pkts[:0], pt.flushes[:0], nil
+		pt.pkts, pt.flushes = pt.pkts[:0], pt.flushes[:0]
 	}
 }
 
@@ -321,18 +313,11 @@ func (o *op) before(p *op) bool {
 
 // runWorker adds the packets of each part to w's assembler, with the
 // flushes the dealer scheduled between them, recording what comes out.
-// After a fault in the capture's mapping it only passes the parts on, the
-// error on the first.
-func runWorker(w *worker, rec *recorder, files *capture.Reader, in <-chan *part) {
-	defer catchFaults()()
+func runWorker(w *worker, rec *recorder, in <-chan *part) {
 	a := &adder{w: w, rec: rec}
 	a.p.TCP = &a.tcp
-	failed := false
 	for pt := range in {
-		if !failed {
-			pt.err = a.add(pt, files)
-			failed = pt.err != nil
-		}
+		a.add(pt)
 		rec.send(pt)
 	}
 }
@@ -344,29 +329,36 @@ type adder struct {
 	tcp layers.TCP
 	dec capture.TCPDecoder
 	p   capture.Packet
+	buf []byte // the part's segments that were in a file's mapping
+	// one is Segment.Bytes's scratch, left unused: after OwnSegments the
+	// only segments still in a mapping are those of a file found shorter,
+	// for which Bytes returns the error without copying.
+	one []byte
 }
 
-// add adds the packets of pt; it returns the error for a fault in files'
-// mapping.
-func (a *adder) add(pt *part, files *capture.Reader) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = faultError(files, v)
-		}
-	}()
+// add adds the packets of pt.
+func (a *adder) add(pt *part) {
 	w, rec, p := a.w, a.rec, &a.p
 	flush := func(f flushRec) {
 		rec.key = f.key
 		w.asm.Expire(f.at)
 	}
+	// Out of the files' mappings at once, before the chunk's lease is
+	// released and so that nothing below reads a mapping, which faults
+	// when the file was cut shorter.
+	capture.OwnSegments(&a.buf, len(pt.pkts), func(i int) *capture.Segment { return &pt.pkts[i].seg })
 	fi := 0
 	for i := range pt.pkts {
 		pk := &pt.pkts[i]
 		for ; fi < len(pt.flushes) && pt.flushes[fi].key < pk.key; fi++ {
 			flush(pt.flushes[fi])
 		}
+		seg, err := pk.seg.Bytes(&a.one)
+		if err != nil {
+			continue // the file became shorter: one of files.Problems()
+		}
 		// The capture reader checked what makes this fail.
-		if a.dec.DecodeFixed(&a.tcp, &pk.tcp, pk.seg) != nil {
+		if a.dec.DecodeFixed(&a.tcp, &pk.seg.Fixed, seg) != nil {
 			continue
 		}
 		p.File, p.Frame, p.Time, p.Network, p.Cut, p.WireLength = pk.file, pk.frame, time.Unix(pk.sec, int64(pk.nsec)).UTC(), pk.network, pk.cut, pk.wire
@@ -381,7 +373,6 @@ func (a *adder) add(pt *part, files *capture.Reader) (err error) {
 		w.asm.Finish()
 		pt.asmStats = w.asm.Stats()
 	}
-	return nil
 }
 
 // dealer reads the capture and deals its packets to the workers.
@@ -402,6 +393,7 @@ func (rd *dealer) run() {
 	take := func() { c = <-rd.free }
 	send := func(last, interrupted bool, err error) {
 		c.last, c.interrupted, c.err, c.stats = last, interrupted, err, rd.files.Stats()
+		c.lease = rd.files.Lease()
 		for i, pt := range c.parts {
 			rd.work[i] <- pt
 		}
@@ -409,12 +401,6 @@ func (rd *dealer) run() {
 	defer func() {
 		for _, w := range rd.work {
 			close(w)
-		}
-	}()
-	defer catchFaults()()
-	defer func() {
-		if v := recover(); v != nil {
-			send(true, false, faultError(rd.files, v))
 		}
 	}()
 	rd.files.LeaveTCP() // the workers decode the TCP headers
@@ -431,7 +417,11 @@ func (rd *dealer) run() {
 		if rd.opt.MaxPackets > 0 && rd.files.Stats().Packets >= rd.opt.MaxPackets {
 			break
 		}
-		err := rd.files.Next(&p)
+		var (
+			seg capture.Segment
+			err error
+		)
+		seg, c.arena, err = rd.files.NextShared(&p, c.arena)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -441,17 +431,11 @@ func (rd *dealer) run() {
 		}
 		note(&rd.sum, &p)
 		seq++
-		src, dst := binary.BigEndian.Uint16(p.Segment), binary.BigEndian.Uint16(p.Segment[2:])
+		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		pt := c.parts[pick(&p, src, dst, n)]
-		seg := p.Segment
-		if !p.Stable {
-			off := len(c.arena)
-			c.arena = append(c.arena, seg...)
-			seg = c.arena[off:]
-		}
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
-			cut: p.Cut, wire: p.WireLength, seg: seg, tcp: *(*[20]byte)(seg)})
-		tcpBytes += len(seg)
+			cut: p.Cut, wire: p.WireLength, seg: seg})
+		tcpBytes += seg.Len()
 		if clock.Due(src, dst, p.Time) {
 			for _, q := range c.parts {
 				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -290,7 +289,8 @@ func (s *shrinkSink) Event(*Conn, *decode.Event) {
 
 // TestFileShrinks cuts a capture file short while it is read (through a
 // memory mapping, whose pages past the new end fault): with one worker or
-// several, the run ends with an error naming the file, not a crash.
+// several, the run goes on to the end, the file has one problem naming it
+// and the frame it stopped at, and what was read before is all kept.
 func TestFileShrinks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the load generator")
@@ -311,10 +311,32 @@ func TestFileShrinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		sink := &shrinkSink{cancelSink: cancelSink{n: 200}, path: path, t: t}
-		_, err := Run(context.Background(), Options{Files: []string{path}, Workers: workers,
+		sum, err := Run(context.Background(), Options{Files: []string{path}, Workers: workers,
 			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}}, sink)
-		if err == nil || !strings.Contains(err.Error(), "read "+path+": the file became shorter while it was read") {
-			t.Errorf("%d workers: error %v, want the file named as cut short", workers, err)
+		if err != nil {
+			t.Fatalf("%d workers: %v", workers, err)
+		}
+		if len(sum.Problems) != 1 || !sum.InputStopped() {
+			t.Fatalf("%d workers: problems %v, want the one that stopped the file", workers, sum.Problems)
+		}
+		// The frame at fault is the first found gone: the one after the
+		// last read, or one read before whose bytes a worker had still to
+		// read (with workers, the reader is ahead of them).
+		var fe *capture.FrameError
+		if !errors.As(sum.Problems[0], &fe) {
+			t.Fatalf("%d workers: problem %#v is not a FrameError", workers, sum.Problems[0])
+		}
+		if fe.File != path || fe.Frame < 2 || fe.Frame > sum.Capture.Packets+1 || workers == 1 && fe.Frame != sum.Capture.Packets+1 {
+			t.Errorf("%d workers: problem %#v after %d frames, want a FrameError for %s at the frame it stopped", workers, sum.Problems[0], sum.Capture.Packets, path)
+		}
+		want := fmt.Sprintf("read %s: frame %d: the file became shorter while it was read", path, fe.Frame)
+		if sum.Problems[0].Error() != want {
+			t.Errorf("%d workers: problem %q, want %q", workers, sum.Problems[0], want)
+		}
+		// Everything read before the cut reached the sink: the events up
+		// to the cut, and every connection opened was closed.
+		if sink.events < sink.n || sink.opened == 0 || sink.closed != sink.opened || int64(sink.opened) != sum.Connections {
+			t.Errorf("%d workers: %d events, %d opened, %d closed, summary %d", workers, sink.events, sink.opened, sink.closed, sum.Connections)
 		}
 	}
 }

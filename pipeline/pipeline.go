@@ -141,7 +141,7 @@ type nopSink struct{}
 func (nopSink) Event(*Conn, *decode.Event) {}
 func (nopSink) Closed(*Conn)               {}
 
-func run(ctx context.Context, opt Options, d *deliverer) (out result.Summary, err error) {
+func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error) {
 	var sum result.Summary
 	d.sum = &sum
 	src := opt.Source
@@ -160,14 +160,6 @@ func run(ctx context.Context, opt Options, d *deliverer) (out result.Summary, er
 	defer src.Close()
 	if opt.Workers > 1 && files != nil {
 		return runParallel(ctx, opt, files, d)
-	}
-	if files != nil {
-		defer catchFaults()()
-		defer func() {
-			if v := recover(); v != nil {
-				out, err = sum, faultError(files, v)
-			}
-		}()
 	}
 	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
 	var p capture.Packet
