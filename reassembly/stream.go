@@ -640,14 +640,16 @@ func (a *Assembler) spansOf(n int, flushing bool, ctx frameRef) []Span {
 	a.spans = a.spans[:0]
 	n = max(n, 1)
 	if !flushing {
-		return append(a.spans, ctx.span(n))
+		a.spans = append(a.spans, ctx.span(n))
+		return a.spans
 	}
 	if len(a.chunks) <= 1 {
 		ref := ctx
 		if len(a.chunks[0].data) > 0 {
 			ref = a.chunks[0].ref
 		}
-		return append(a.spans, ref.span(n))
+		a.spans = append(a.spans, ref.span(n))
+		return a.spans
 	}
 	var best Span
 	for off := 0; off < n; {
