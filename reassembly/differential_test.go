@@ -92,13 +92,15 @@ func (l *refLog) Closed(c *gopacketref.Conn, at gopacketref.Span) {
 // one broker: in order, ahead of a hole, retransmitted or overlapping
 // with other bytes, handshakes, FINs and RSTs at or off the next byte,
 // bare ACKs, ACKs of bytes never sent in the capture, time jumps past
-// FlushAfter and IdleAfter, and new connections on a closed 4-tuple.
+// FlushAfter and IdleAfter (and back), and new connections on a closed
+// 4-tuple.
 type trafficGen struct {
-	in    []byte
-	rng   uint64
-	now   time.Time
-	frame [2]int64
-	conns [3]genConn
+	in     []byte
+	broker netip.AddrPort
+	rng    uint64
+	now    time.Time
+	frame  [2]int64
+	conns  [3]genConn
 }
 
 type genConn struct {
@@ -133,8 +135,6 @@ func (g *trafficGen) fresh(i int) {
 	c.sent = [2]uint32{}
 }
 
-var fuzzBroker = netip.MustParseAddrPort("10.0.0.2:9092")
-
 // segment is one generated segment, to be fed to both assemblers.
 type segment struct {
 	file     int
@@ -155,11 +155,14 @@ func (g *trafficGen) next() (segment, bool) {
 	c := &g.conns[i]
 	dir := int(b0>>2) & 1
 	g.now = g.now.Add(time.Duration(b3&7) * time.Millisecond)
+	if b3&0x60 == 0x60 && b1&1 != 0 {
+		g.now = g.now.Add(-2 * time.Second) // capture time goes back
+	}
 	var s segment
 	s.file = int(b3>>7) & int(b2>>7) // mostly file 0
 	g.frame[s.file]++
 	s.frame, s.at = g.frame[s.file], g.now
-	s.src, s.dst = c.client, fuzzBroker
+	s.src, s.dst = c.client, g.broker
 	if dir == 1 {
 		s.src, s.dst = s.dst, s.src
 	}
@@ -224,7 +227,7 @@ func (g *trafficGen) next() (segment, bool) {
 			off = 0
 			s.flags = 2
 			s.ack = 0
-			s.src, s.dst = c.client, fuzzBroker
+			s.src, s.dst = c.client, g.broker
 			s.seq = c.isn[0] - 1
 			return s, true
 		default:
@@ -256,8 +259,15 @@ func (s segment) packet(p *capture.Packet, tcp *layers.TCP) error {
 	if err := tcp.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {
 		return err
 	}
-	a, b := s.src.Addr().As4(), s.dst.Addr().As4()
-	*p = capture.Packet{File: s.file, Frame: s.frame, Time: s.at, Network: gopacket.NewFlow(layers.EndpointIPv4, a[:], b[:]), TCP: tcp, Segment: h}
+	flow := func() gopacket.Flow {
+		if s.src.Addr().Is4() {
+			a, b := s.src.Addr().As4(), s.dst.Addr().As4()
+			return gopacket.NewFlow(layers.EndpointIPv4, a[:], b[:])
+		}
+		a, b := s.src.Addr().As16(), s.dst.Addr().As16()
+		return gopacket.NewFlow(layers.EndpointIPv6, a[:], b[:])
+	}
+	*p = capture.Packet{File: s.file, Frame: s.frame, Time: s.at, Network: flow(), TCP: tcp, Segment: h}
 	return nil
 }
 
@@ -271,12 +281,17 @@ func FuzzAgainstGopacket(f *testing.F) {
 		if len(in) < 8 || len(in) > 8+4*64 {
 			return
 		}
+		knobs := in[0]
 		g := &trafficGen{in: in[8:], rng: binary.LittleEndian.Uint64(in), now: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+		client, broker := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+		if knobs&32 != 0 {
+			client, broker = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+		}
+		g.broker = netip.AddrPortFrom(broker, 9092)
 		for i := range g.conns {
-			g.conns[i].client = netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(40000+i))
+			g.conns[i].client = netip.AddrPortFrom(client, uint16(40000+i))
 			g.fresh(i)
 		}
-		knobs := in[0]
 		opt := Options{Ports: DefaultPorts(), FlushAfter: 3 * time.Second, IdleAfter: 10 * time.Minute}
 		if knobs&1 != 0 {
 			opt.MaxPagesPerConnection = 1 + int(in[1]%4)

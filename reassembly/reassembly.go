@@ -196,7 +196,8 @@ type Assembler struct {
 	stats Stats
 	clock *FlushClock // nil with CallerFlushes
 
-	conns map[connKey]*stream
+	conns  map[[2]uint64]*stream // IPv4 connections
+	conns6 map[wideKey]*stream
 	// byFile lists the tracked connections of each input file in the
 	// order of their first frames: flushes over all connections visit
 	// them in that order, the same on every run and for assemblers that
@@ -205,6 +206,11 @@ type Assembler struct {
 	nextID int
 	live   int // connections tracked now, dropped ones aside
 	pages  int // out-of-order pages held by all connections
+	// quietSince is no later than any tracked connection's last segment
+	// (lastSeen only grows, and new connections start at the time of
+	// their first), so that Expire can tell without a look at each
+	// connection that none is idle yet.
+	quietSince stamp
 
 	// resets are connections an RST ended in one direction during Add:
 	// Add then ends the other direction too (see endAfterReset).
@@ -218,7 +224,7 @@ type Assembler struct {
 
 // New returns an assembler that hands streams to h.
 func New(opt Options, h Handler) *Assembler {
-	a := &Assembler{opt: opt.withDefaults(), h: h, conns: make(map[connKey]*stream)}
+	a := &Assembler{opt: opt.withDefaults(), h: h, conns: make(map[[2]uint64]*stream), conns6: make(map[wideKey]*stream)}
 	if !opt.CallerFlushes {
 		a.clock = NewFlushClock(opt.Ports)
 	}
@@ -255,11 +261,19 @@ func (a *Assembler) Add(p *capture.Packet) {
 // and a caller with CallerFlushes when its FlushClock says so.
 func (a *Assembler) Expire(now time.Time) {
 	flushBefore, idleBefore := stampOf(now.Add(-a.opt.FlushAfter)), stampOf(now.Add(-a.opt.IdleAfter))
+	if a.pages == 0 && !a.quietSince.before(idleBefore) {
+		return // nothing held to give up, and no connection idle
+	}
+	quiet := stampOf(now)
 	a.eachStream(func(s *stream) {
 		for _, d := range s.flushOrder() {
 			a.expireHalf(s, d, flushBefore, idleBefore)
 		}
+		if !s.removed && s.lastSeen.before(quiet) {
+			quiet = s.lastSeen
+		}
 	})
+	a.quietSince = quiet
 }
 
 // Finish hands over all data still waiting and closes every connection.

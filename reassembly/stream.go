@@ -2,6 +2,7 @@ package reassembly
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 	"time"
@@ -99,32 +100,72 @@ type half struct {
 
 type streamList struct{ head, tail *stream }
 
-// connKey names a connection by its endpoints in a canonical order, the
-// same for both directions.
+// connKey names a connection by its endpoints, the lower first, so that
+// both directions find it. An IPv4 endpoint packs into a word (address and
+// port), which keeps the key small and quick to hash; IPv6 endpoints are
+// kept whole.
 type connKey struct {
+	v4   [2]uint64
+	v6   wideKey
+	isV6 bool
+}
+
+type wideKey struct {
 	addr [2][16]byte
 	port [2]uint16
-	v6   bool
 }
 
 // keyOf returns the key of a segment's connection and which of the key's
 // endpoints sent it.
-func keyOf(f gopacket.Flow, tcp *layers.TCP) (connKey, uint8) {
+func keyOf(f *gopacket.Flow, tcp *layers.TCP) (connKey, uint8) {
 	src, dst := f.Endpoints()
-	var k connKey
 	sr, dr := src.Raw(), dst.Raw()
-	k.v6 = len(sr) == 16
 	sp, dp := uint16(tcp.SrcPort), uint16(tcp.DstPort)
+	var k connKey
+	if len(sr) == 4 && len(dr) == 4 {
+		x := uint64(binary.BigEndian.Uint32(sr))<<16 | uint64(sp)
+		y := uint64(binary.BigEndian.Uint32(dr))<<16 | uint64(dp)
+		if x <= y {
+			k.v4 = [2]uint64{x, y}
+			return k, 0
+		}
+		k.v4 = [2]uint64{y, x}
+		return k, 1
+	}
+	k.isV6 = true
 	if c := bytes.Compare(sr, dr); c < 0 || c == 0 && sp <= dp {
-		copy(k.addr[0][:], sr)
-		copy(k.addr[1][:], dr)
-		k.port = [2]uint16{sp, dp}
+		copy(k.v6.addr[0][:], sr)
+		copy(k.v6.addr[1][:], dr)
+		k.v6.port = [2]uint16{sp, dp}
 		return k, 0
 	}
-	copy(k.addr[0][:], dr)
-	copy(k.addr[1][:], sr)
-	k.port = [2]uint16{dp, sp}
+	copy(k.v6.addr[0][:], dr)
+	copy(k.v6.addr[1][:], sr)
+	k.v6.port = [2]uint16{dp, sp}
 	return k, 1
+}
+
+func (a *Assembler) lookup(k *connKey) *stream {
+	if k.isV6 {
+		return a.conns6[k.v6]
+	}
+	return a.conns[k.v4]
+}
+
+func (a *Assembler) keep(k *connKey, s *stream) {
+	if k.isV6 {
+		a.conns6[k.v6] = s
+	} else {
+		a.conns[k.v4] = s
+	}
+}
+
+func (a *Assembler) forget(s *stream) {
+	if s.key6 != nil {
+		delete(a.conns6, *s.key6)
+	} else {
+		delete(a.conns, s.key4)
+	}
 }
 
 func endpoints(f gopacket.Flow, tcp *layers.TCP) (src, dst netip.AddrPort) {
@@ -136,7 +177,9 @@ func endpoints(f gopacket.Flow, tcp *layers.TCP) (src, dst netip.AddrPort) {
 // stream is a tracked connection.
 type stream struct {
 	conn Conn
-	key  connKey
+	// The connection's key in Assembler.conns, or, for IPv6, conns6.
+	key4 [2]uint64
+	key6 *wideKey
 	// The connection's place in Assembler.byFile.
 	prev, next *stream
 	clientSide uint8     // the key endpoint of the client
@@ -186,8 +229,15 @@ func (a *Assembler) eachStream(f func(s *stream)) {
 }
 
 // newStream starts tracking the connection of a segment that opens one.
-func (a *Assembler) newStream(p *capture.Packet, k connKey, side uint8, ref frameRef) *stream {
-	s := &stream{key: k, lastSeen: ref.at}
+func (a *Assembler) newStream(p *capture.Packet, k *connKey, side uint8, ref frameRef) *stream {
+	s := &stream{key4: k.v4, lastSeen: ref.at}
+	if k.isV6 {
+		w := k.v6
+		s.key6 = &w
+	}
+	if ref.at.before(a.quietSince) {
+		a.quietSince = ref.at // capture time went back
+	}
 	s.conn.First = ref.span(0)
 	if !a.admit() {
 		a.stats.ConnectionsDropped++
@@ -202,7 +252,7 @@ func (a *Assembler) newStream(p *capture.Packet, k connKey, side uint8, ref fram
 			s.conn.Client, s.conn.Broker = src, dst
 		}
 	}
-	a.conns[k] = s
+	a.keep(k, s)
 	for len(a.byFile) <= ref.file {
 		a.byFile = append(a.byFile, streamList{})
 	}
@@ -250,7 +300,7 @@ func (a *Assembler) complete(s *stream) {
 		a.h.Closed(&s.conn, s.last.span(0))
 	}
 	s.removed = true
-	delete(a.conns, s.key)
+	a.forget(s)
 	l := &a.byFile[s.conn.First.File]
 	if s.prev == nil {
 		l.head = s.next
@@ -290,10 +340,10 @@ func (a *Assembler) open(s *stream) {
 // segment takes one segment on a broker port.
 func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 	tcp := p.TCP
-	k, side := keyOf(p.Network, tcp)
+	k, side := keyOf(&p.Network, tcp)
 	refuse := true
 	for try := 0; ; try++ {
-		s := a.conns[k]
+		s := a.lookup(&k)
 		if s == nil {
 			if !tcp.SYN && len(tcp.Payload) == 0 {
 				// A bare ACK, FIN or RST starts no connection: after a
@@ -304,7 +354,7 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 				// opens with its first data instead.
 				return
 			}
-			s = a.newStream(p, k, side, ref)
+			s = a.newStream(p, &k, side, ref)
 		}
 		if s.lastSeen.before(ref.at) {
 			s.lastSeen = ref.at
