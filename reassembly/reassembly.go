@@ -197,7 +197,7 @@ type Assembler struct {
 	clock *FlushClock // nil with CallerFlushes
 
 	conns  map[[2]uint64]*stream // IPv4 connections
-	conns6 map[wideKey]*stream
+	conns6 map[wideKey]*stream   // IPv6 connections
 	// byFile lists the tracked connections of each input file in the
 	// order of their first frames: flushes over all connections visit
 	// them in that order, the same on every run and for assemblers that
