@@ -28,8 +28,8 @@ type call struct {
 	during int64 // frame of the packet being added when the call came (0: Finish)
 }
 
-// half is what one direction of a connection handed over.
-type half struct {
+// halfSeen is what one direction of a connection handed over.
+type halfSeen struct {
 	data   []byte
 	frames []int64 // frame at which each byte of data became available
 	gaps   []int   // data offsets where a gap came before, with their sizes in lost
@@ -42,7 +42,7 @@ type recorder struct {
 	now    int64
 	calls  []call
 	conns  []*Conn // in the order opened
-	halves map[*Conn]*[2]half
+	halves map[*Conn]*[2]halfSeen
 	closed map[*Conn]int
 }
 
@@ -50,7 +50,7 @@ func (r *recorder) Open(c *Conn) {
 	if r.halves[c] != nil {
 		r.t.Errorf("connection %d opened twice", c.ID)
 	}
-	r.halves[c] = &[2]half{}
+	r.halves[c] = &[2]halfSeen{}
 	r.conns = append(r.conns, c)
 	r.calls = append(r.calls, call{kind: "open", conn: c.ID, during: r.now})
 }
@@ -114,7 +114,7 @@ func assemble(t *testing.T, c *netsim.Capture, opt Options) (*recorder, *Assembl
 	if opt.Ports.set == nil && !opt.Ports.Auto {
 		opt.Ports = DefaultPorts()
 	}
-	rec := &recorder{t: t, halves: map[*Conn]*[2]half{}, closed: map[*Conn]int{}}
+	rec := &recorder{t: t, halves: map[*Conn]*[2]halfSeen{}, closed: map[*Conn]int{}}
 	a := New(opt, rec)
 	var p capture.Packet
 	for {
