@@ -52,13 +52,7 @@ func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.I
 
 func (k *checker) gap(c *Conn, side kafka.Direction, at kafka.FrameRef) { k.engine.Gap(c.ID, side, at) }
 
-func (k *checker) closed(c *Conn) {
-	end := c.End
-	at := end.Close.At
-	how := kafka.Close{Seen: end.Close.Seen, Reset: end.Close.Reset, By: kafka.Direction(end.Close.By),
-		At: kafka.FrameRef{File: at.File, Frame: at.Frame, Time: at.Time}}
-	k.deliver(k.engine.Close(c.ID, how, end.Outcome))
-}
+func (k *checker) closed(c *Conn) { k.deliver(k.engine.Close(c.ID, c.End.Close, c.End.Outcome)) }
 
 func (k *checker) deliver(fs []rules.Finding) {
 	if k.out == nil {

@@ -67,7 +67,7 @@ type Conn struct {
 // End is what is known of a connection once it closed. (Kept apart from
 // Conn, which each of 100,000 open connections carries.)
 type End struct {
-	Close reassembly.CloseInfo
+	Close kafka.Close
 	decode.Outcome
 }
 
@@ -235,10 +235,9 @@ func note(s *result.Summary, p *capture.Packet) {
 // what happens to them to an emitter: the deliverer directly, or a recorder
 // whose record a deliverer replays in capture order (parallel.go).
 type worker struct {
-	asm   *reassembly.Assembler
-	dopt  decode.Options
-	spans []kafka.Span
-	out   emitter
+	asm  *reassembly.Assembler
+	dopt decode.Options
+	out  emitter
 }
 
 // emitter hears what a worker makes of its connections.
@@ -268,42 +267,26 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	return w
 }
 
-func where(s reassembly.Span) kafka.FrameRef {
-	return kafka.FrameRef{File: s.File, Frame: s.Frame, Time: s.Time}
-}
-
-func side(d reassembly.Direction) kafka.Direction {
-	if d == reassembly.ToBroker {
-		return kafka.ToBroker
-	}
-	return kafka.ToClient
-}
-
 func (w *worker) Open(rc *reassembly.Conn) {
-	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: kafka.Conn{
-		Endpoints: kafka.Endpoints{Client: rc.Client, Broker: rc.Broker}, MidStream: rc.MidStream, First: where(rc.First)}}}
-	wc.dec.Start(kafka.ToBroker, rc.MidStream[reassembly.ToBroker])
-	wc.dec.Start(kafka.ToClient, rc.MidStream[reassembly.ToClient])
+	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: rc.Conn}}
+	wc.dec.Start(kafka.ToBroker, rc.MidStream[kafka.ToBroker])
+	wc.dec.Start(kafka.ToClient, rc.MidStream[kafka.ToClient])
 	rc.User = wc
 	w.out.open(wc.conn)
 }
 
-func (w *worker) Data(rc *reassembly.Conn, d reassembly.Direction, data []byte, spans []reassembly.Span) {
+func (w *worker) Data(rc *reassembly.Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	wc := rc.User.(*workerConn)
-	w.spans = w.spans[:0]
-	for _, s := range spans {
-		w.spans = append(w.spans, kafka.Span{End: s.End, At: where(s)})
-	}
-	w.emit(wc, wc.dec.Feed(side(d), data, w.spans))
+	w.emit(wc, wc.dec.Feed(d, data, spans))
 }
 
-func (w *worker) Gap(rc *reassembly.Conn, d reassembly.Direction, lost int, at reassembly.Span) {
+func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
-	wc.dec.Lost(side(d))
-	w.out.gap(wc.conn, side(d), where(at))
+	wc.dec.Lost(d)
+	w.out.gap(wc.conn, d, at)
 }
 
-func (w *worker) Closed(rc *reassembly.Conn, at reassembly.Span) {
+func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
 	w.emit(wc, wc.dec.Finish())
 	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: wc.dec.Outcome()})

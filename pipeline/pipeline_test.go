@@ -193,21 +193,21 @@ func TestVariants(t *testing.T) {
 					t.Errorf("connection %d: %+v", i+1, c)
 				}
 			}
-			if c := col.closed[0].End.Close; c.Reset || c.By != reassembly.ToBroker {
+			if c := col.closed[0].End.Close; c.Reset || c.By != kafka.ToBroker {
 				t.Errorf("first close %+v, want FIN by the client", c)
 			}
-			if c := col.closed[1].End.Close; c.Reset || c.By != reassembly.ToClient {
+			if c := col.closed[1].End.Close; c.Reset || c.By != kafka.ToClient {
 				t.Errorf("second close %+v, want FIN by the broker", c)
 			}
-			if c := col.closed[2].End.Close; !c.Reset || c.By != reassembly.ToBroker {
+			if c := col.closed[2].End.Close; !c.Reset || c.By != kafka.ToBroker {
 				t.Errorf("third close %+v, want RST by the client", c)
 			}
-			if c := col.closed[3].End.Close; !c.Reset || c.By != reassembly.ToClient {
+			if c := col.closed[3].End.Close; !c.Reset || c.By != kafka.ToClient {
 				t.Errorf("fourth close %+v, want RST by the broker", c)
 			}
 		},
 		"rst-close": func(t *testing.T, _ *synth.Builder, col *collector, sum result.Summary) {
-			if len(col.closed) != 1 || !col.closed[0].End.Close.Reset || col.closed[0].End.Close.By != reassembly.ToClient {
+			if len(col.closed) != 1 || !col.closed[0].End.Close.Reset || col.closed[0].End.Close.By != kafka.ToClient {
 				t.Errorf("close %+v, want RST by the broker", col.closed)
 			}
 			if col.closed[0].End.Close.At.Frame != int64(sum.Capture.Packets) {

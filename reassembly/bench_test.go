@@ -10,16 +10,19 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
 // countingHandler counts what it is handed.
 type countingHandler struct{ conns, bytes, gaps int }
 
-func (h *countingHandler) Open(*Conn)                                    { h.conns++ }
-func (h *countingHandler) Data(_ *Conn, _ Direction, d []byte, _ []Span) { h.bytes += len(d) }
-func (h *countingHandler) Gap(*Conn, Direction, int, Span)               { h.gaps++ }
-func (h *countingHandler) Closed(*Conn, Span)                            {}
+func (h *countingHandler) Open(*Conn) { h.conns++ }
+func (h *countingHandler) Data(_ *Conn, _ kafka.Direction, d []byte, _ []kafka.Span) {
+	h.bytes += len(d)
+}
+func (h *countingHandler) Gap(*Conn, kafka.Direction, int, kafka.FrameRef) { h.gaps++ }
+func (h *countingHandler) Closed(*Conn, kafka.FrameRef)                    {}
 
 // benchPackets makes a capture of conns connections interleaved, each a
 // handshake, a few requests and responses (some reordered) and a close,

@@ -11,6 +11,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // transcript is a Handler that writes its calls down as lines.
@@ -20,19 +21,19 @@ func (r *transcript) Open(c *Conn) {
 	r.lines = append(r.lines, fmt.Sprintf("open %d %v mid %v", c.ID, c.Client, c.MidStream))
 }
 
-func (r *transcript) Data(c *Conn, d Direction, data []byte, spans []Span) {
+func (r *transcript) Data(c *Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	var at []string
 	for _, s := range spans {
-		at = append(at, fmt.Sprintf("%d:%d", s.End, s.Frame))
+		at = append(at, fmt.Sprintf("%d:%d", s.End, s.At.Frame))
 	}
 	r.lines = append(r.lines, fmt.Sprintf("data %d %v %q @%s", c.ID, d, data, strings.Join(at, ",")))
 }
 
-func (r *transcript) Gap(c *Conn, d Direction, lost int, at Span) {
+func (r *transcript) Gap(c *Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
 	r.lines = append(r.lines, fmt.Sprintf("gap %d %v %d @%d", c.ID, d, lost, at.Frame))
 }
 
-func (r *transcript) Closed(c *Conn, at Span) {
+func (r *transcript) Closed(c *Conn, at kafka.FrameRef) {
 	r.lines = append(r.lines, fmt.Sprintf("closed %d @%d", c.ID, at.Frame))
 }
 

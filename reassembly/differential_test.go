@@ -13,6 +13,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly/internal/gopacketref"
 )
 
@@ -23,12 +24,12 @@ type event struct {
 	dir            uint8
 	n              int // data: length; gap: bytes lost
 	sum            uint64
-	spans          []Span
-	at             Span
+	spans          []kafka.Span
+	at             kafka.FrameRef
 	client, broker netip.AddrPort
 	mid            [2]bool
-	first          Span
-	close          CloseInfo
+	first          kafka.FrameRef
+	close          kafka.Close
 }
 
 func (e event) String() string {
@@ -48,27 +49,29 @@ func (l *newLog) Open(c *Conn) {
 	l.events = append(l.events, event{kind: "open", id: c.ID, client: c.Client, broker: c.Broker, mid: c.MidStream, first: c.First})
 }
 
-func (l *newLog) Data(c *Conn, d Direction, data []byte, spans []Span) {
+func (l *newLog) Data(c *Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	l.events = append(l.events, event{kind: "data", id: c.ID, dir: uint8(d), n: len(data), sum: sumOf(data), spans: slices.Clone(spans)})
 }
 
-func (l *newLog) Gap(c *Conn, d Direction, lost int, at Span) {
+func (l *newLog) Gap(c *Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
 	l.events = append(l.events, event{kind: "gap", id: c.ID, dir: uint8(d), n: lost, at: at})
 }
 
-func (l *newLog) Closed(c *Conn, at Span) {
+func (l *newLog) Closed(c *Conn, at kafka.FrameRef) {
 	l.events = append(l.events, event{kind: "closed", id: c.ID, at: at, close: c.Close})
 }
 
 // refLog records the gopacket-based reference's calls.
 type refLog struct{ events []event }
 
-func refSpan(s gopacketref.Span) Span {
-	return Span{End: s.End, File: s.File, Frame: s.Frame, Time: s.Time}
+func refFrame(s gopacketref.Span) kafka.FrameRef {
+	return kafka.FrameRef{File: s.File, Frame: s.Frame, Time: s.Time}
 }
 
+func refSpan(s gopacketref.Span) kafka.Span { return kafka.Span{End: s.End, At: refFrame(s)} }
+
 func (l *refLog) Open(c *gopacketref.Conn) {
-	l.events = append(l.events, event{kind: "open", id: c.ID, client: c.Client, broker: c.Broker, mid: c.MidStream, first: refSpan(c.First)})
+	l.events = append(l.events, event{kind: "open", id: c.ID, client: c.Client, broker: c.Broker, mid: c.MidStream, first: refFrame(c.First)})
 }
 
 func (l *refLog) Data(c *gopacketref.Conn, d gopacketref.Direction, data []byte, spans []gopacketref.Span) {
@@ -80,12 +83,12 @@ func (l *refLog) Data(c *gopacketref.Conn, d gopacketref.Direction, data []byte,
 }
 
 func (l *refLog) Gap(c *gopacketref.Conn, d gopacketref.Direction, lost int, at gopacketref.Span) {
-	l.events = append(l.events, event{kind: "gap", id: c.ID, dir: uint8(d), n: lost, at: refSpan(at)})
+	l.events = append(l.events, event{kind: "gap", id: c.ID, dir: uint8(d), n: lost, at: refFrame(at)})
 }
 
 func (l *refLog) Closed(c *gopacketref.Conn, at gopacketref.Span) {
-	cl := CloseInfo{Seen: c.Close.Seen, Reset: c.Close.Reset, By: Direction(c.Close.By), At: refSpan(c.Close.At)}
-	l.events = append(l.events, event{kind: "closed", id: c.ID, at: refSpan(at), close: cl})
+	cl := kafka.Close{Seen: c.Close.Seen, Reset: c.Close.Reset, By: kafka.Direction(c.Close.By), At: refFrame(c.Close.At)}
+	l.events = append(l.events, event{kind: "closed", id: c.ID, at: refFrame(at), close: cl})
 }
 
 // trafficGen turns fuzz bytes into segments of up to three connections to
@@ -350,7 +353,7 @@ func FuzzAgainstGopacket(f *testing.F) {
 
 // same reports whether two calls are the same.
 func same(x, y event) bool {
-	if !slices.EqualFunc(x.spans, y.spans, sameSpan) || !sameSpan(x.at, y.at) || !sameSpan(x.first, y.first) || !sameSpan(x.close.At, y.close.At) {
+	if !slices.EqualFunc(x.spans, y.spans, sameSpan) || !sameFrame(x.at, y.at) || !sameFrame(x.first, y.first) || !sameFrame(x.close.At, y.close.At) {
 		return false
 	}
 	return x.kind == y.kind && x.id == y.id && x.dir == y.dir && x.n == y.n && x.sum == y.sum &&
@@ -358,9 +361,9 @@ func same(x, y event) bool {
 		x.close.Seen == y.close.Seen && x.close.Reset == y.close.Reset && x.close.By == y.close.By
 }
 
-func sameSpan(x, y Span) bool {
-	return x.End == y.End && x.File == y.File && x.Frame == y.Frame && x.Time.Equal(y.Time)
-}
+func sameSpan(x, y kafka.Span) bool { return x.End == y.End && sameFrame(x.At, y.At) }
+
+func sameFrame(x, y kafka.FrameRef) bool { return x.Same(y) && x.Time.Equal(y.Time) }
 
 // compare checks the calls made since the last check (from *checked on).
 func compare(t *testing.T, frames int, checked *int, got, want []event) {

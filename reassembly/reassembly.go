@@ -1,60 +1,20 @@
 package reassembly
 
 import (
-	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 )
-
-// Direction is one way of a connection.
-type Direction uint8
-
-const (
-	ToBroker Direction = iota // client → broker
-	ToClient                  // broker → client
-)
-
-func (d Direction) String() string {
-	if d == ToBroker {
-		return "to-broker"
-	}
-	return "to-client"
-}
-
-// Span says that the bytes of a chunk before End (counted from the chunk's
-// start) were complete at the given frame: the frame whose arrival made
-// them available in order.
-type Span struct {
-	End   int
-	File  int
-	Frame int64
-	Time  time.Time
-}
 
 // Conn is one TCP connection between a client and a broker.
 type Conn struct {
-	ID     int // 1-based, in the order connections first carried data
-	Client netip.AddrPort
-	Broker netip.AddrPort
-	// MidStream[d] is true when direction d started before the capture (no
-	// SYN was captured for it): its first byte may sit inside a message.
-	MidStream [2]bool
-	// First is where the connection's first packet was captured.
-	First Span
-	// Closed says how the connection ended, when it did in the capture.
-	Close CloseInfo
+	kafka.Conn
+	// Close says how the connection ended, when it did in the capture.
+	Close kafka.Close
 	// User is the consumer's per-connection state.
 	User any
-}
-
-// CloseInfo records how a connection was closed.
-type CloseInfo struct {
-	Seen  bool      // a FIN or RST was captured
-	Reset bool      // by RST
-	By    Direction // the direction of the first FIN or RST (ToClient: the broker closed)
-	At    Span
 }
 
 // Handler receives the connections' streams in capture order.
@@ -63,13 +23,13 @@ type Handler interface {
 	// spans are valid only during the call. The first call for a
 	// connection comes after Open.
 	Open(c *Conn)
-	Data(c *Conn, d Direction, data []byte, spans []Span)
+	Data(c *Conn, d kafka.Direction, data []byte, spans []kafka.Span)
 	// Gap reports lost bytes before the next Data of that direction
 	// (lost < 0: an unknown amount).
-	Gap(c *Conn, d Direction, lost int, at Span)
+	Gap(c *Conn, d kafka.Direction, lost int, at kafka.FrameRef)
 	// Closed is the last call for a connection: closed by FIN/RST, idle
 	// too long, or the end of the capture.
-	Closed(c *Conn, at Span)
+	Closed(c *Conn, at kafka.FrameRef)
 }
 
 // Options configure the assembler. Zero values take the defaults.
@@ -218,7 +178,7 @@ type Assembler struct {
 
 	// Scratch space for one hand-over.
 	chunks []chunk
-	spans  []Span
+	spans  []kafka.Span
 	joined []byte
 }
 

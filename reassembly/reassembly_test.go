@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
@@ -22,7 +23,7 @@ var (
 type call struct {
 	kind   string // open, data, gap, closed
 	conn   int
-	dir    Direction
+	dir    kafka.Direction
 	n      int   // data: bytes; gap: bytes lost
 	frame  int64 // gap, closed: the frame given
 	during int64 // frame of the packet being added when the call came (0: Finish)
@@ -55,7 +56,7 @@ func (r *recorder) Open(c *Conn) {
 	r.calls = append(r.calls, call{kind: "open", conn: c.ID, during: r.now})
 }
 
-func (r *recorder) Data(c *Conn, d Direction, data []byte, spans []Span) {
+func (r *recorder) Data(c *Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	h := &r.halves[c][d]
 	if len(spans) == 0 || spans[len(spans)-1].End != len(data) {
 		r.t.Errorf("connection %d %v: spans %v do not end at %d", c.ID, d, spans, len(data))
@@ -67,7 +68,7 @@ func (r *recorder) Data(c *Conn, d Direction, data []byte, spans []Span) {
 			continue
 		}
 		for range sp.End - start {
-			h.frames = append(h.frames, sp.Frame)
+			h.frames = append(h.frames, sp.At.Frame)
 		}
 		start = sp.End
 	}
@@ -75,14 +76,14 @@ func (r *recorder) Data(c *Conn, d Direction, data []byte, spans []Span) {
 	r.calls = append(r.calls, call{kind: "data", conn: c.ID, dir: d, n: len(data), during: r.now})
 }
 
-func (r *recorder) Gap(c *Conn, d Direction, lost int, at Span) {
+func (r *recorder) Gap(c *Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
 	h := &r.halves[c][d]
 	h.gaps = append(h.gaps, len(h.data))
 	h.lost = append(h.lost, lost)
 	r.calls = append(r.calls, call{kind: "gap", conn: c.ID, dir: d, n: lost, frame: at.Frame, during: r.now})
 }
 
-func (r *recorder) Closed(c *Conn, at Span) {
+func (r *recorder) Closed(c *Conn, at kafka.FrameRef) {
 	r.closed[c]++
 	r.calls = append(r.calls, call{kind: "closed", conn: c.ID, frame: at.Frame, during: r.now})
 }
@@ -234,10 +235,10 @@ func TestSpansFollowCaptureOrder(t *testing.T) {
 	}
 	hs := rec.halves[rec.conns[0]]
 	for _, d := range []struct {
-		dir  Direction
+		dir  kafka.Direction
 		key  string
 		data []byte
-	}{{ToBroker, dirKey(cli, srv), up}, {ToClient, dirKey(srv, cli), down}} {
+	}{{kafka.ToBroker, dirKey(cli, srv), up}, {kafka.ToClient, dirKey(srv, cli), down}} {
 		h := hs[d.dir]
 		if !bytes.Equal(h.data, d.data) {
 			t.Errorf("%v: %d bytes handed over differ from the %d sent", d.dir, len(h.data), len(d.data))
@@ -264,12 +265,12 @@ func TestSpansFollowCaptureOrder(t *testing.T) {
 		return out
 	}
 	for i, off := range ends(6000, 9000, 300) {
-		if got := hs[ToBroker].frames[off]; got != int64(doneUp[i]) {
+		if got := hs[kafka.ToBroker].frames[off]; got != int64(doneUp[i]) {
 			t.Errorf("request %d complete at frame %d, netsim says %d", i, got, doneUp[i])
 		}
 	}
 	for i, off := range ends(100, 20000, 5000) {
-		if got := hs[ToClient].frames[off]; got != int64(doneDown[i]) {
+		if got := hs[kafka.ToClient].frames[off]; got != int64(doneDown[i]) {
 			t.Errorf("response %d complete at frame %d, netsim says %d", i, got, doneDown[i])
 		}
 	}
@@ -302,7 +303,7 @@ func TestGaps(t *testing.T) {
 
 	rec, a := assemble(t, c, Options{})
 	hs := rec.halves[rec.conns[0]]
-	up := hs[ToBroker]
+	up := hs[kafka.ToBroker]
 	lost3 := 3000 - 2*1448
 	if want := []int{2 * 1448, 5000 + 700 - 1448 + 3000 - (3000 - 2*1448)}; fmt.Sprint(up.gaps) != fmt.Sprint(want) {
 		t.Errorf("gaps to the broker at %v, want %v", up.gaps, want)
@@ -339,7 +340,7 @@ func TestGaps(t *testing.T) {
 			t.Errorf("last request complete at frame %d, want %d", f, done4)
 		}
 	}
-	down := hs[ToClient]
+	down := hs[kafka.ToClient]
 	if want := []int{1448 - 100}; len(down.lost) != 1 || down.lost[0] != want[0] || down.gaps[0] != 200+1448+100 {
 		t.Errorf("gaps to the client %v at %v, want %v at %d", down.lost, down.gaps, want, 200+1448+100)
 	}
@@ -351,10 +352,10 @@ func TestGaps(t *testing.T) {
 	// that acknowledges it is.
 	var reqAt, respAt = -1, -1
 	for i, cl := range rec.calls {
-		if cl.kind == "data" && cl.dir == ToBroker && reqAt < 0 && i > 0 && rec.calls[i-1].kind == "gap" {
+		if cl.kind == "data" && cl.dir == kafka.ToBroker && reqAt < 0 && i > 0 && rec.calls[i-1].kind == "gap" {
 			reqAt = i
 		}
-		if cl.kind == "data" && cl.dir == ToClient && cl.during == int64(respFrame) {
+		if cl.kind == "data" && cl.dir == kafka.ToClient && cl.during == int64(respFrame) {
 			respAt = i
 		}
 	}
@@ -409,11 +410,11 @@ func TestClose(t *testing.T) {
 				t.Fatalf("%d connections", len(rec.conns))
 			}
 			conn := rec.conns[0]
-			by := ToBroker
+			by := kafka.ToBroker
 			if !tc.fromClient {
-				by = ToClient
+				by = kafka.ToClient
 			}
-			want := CloseInfo{Seen: true, Reset: tc.reset, By: by}
+			want := kafka.Close{Seen: true, Reset: tc.reset, By: by}
 			got := conn.Close
 			if got.Seen != want.Seen || got.Reset != want.Reset || got.By != want.By || got.At.Frame != closeFrame {
 				t.Errorf("close %+v, want %+v at frame %d", got, want, closeFrame)
@@ -464,7 +465,7 @@ func TestMidStream(t *testing.T) {
 		t.Errorf("first frames %d and %d, want %d and 1", mid.First.Frame, full.First.Frame, bFirst)
 	}
 	hs := rec.halves[mid]
-	if !bytes.Equal(hs[ToClient].data, payload(2000, 1)) || !bytes.Equal(hs[ToBroker].data, payload(30, 2)) {
+	if !bytes.Equal(hs[kafka.ToClient].data, payload(2000, 1)) || !bytes.Equal(hs[kafka.ToBroker].data, payload(30, 2)) {
 		t.Error("mid-stream data not handed over whole")
 	}
 	if g := rec.find("gap"); len(g) > 0 {
@@ -503,8 +504,8 @@ func TestReuse(t *testing.T) {
 		if conn.ID != i+1 || conn.MidStream != [2]bool{} {
 			t.Errorf("connection %d: ID %d, mid-stream %v", i+1, conn.ID, conn.MidStream)
 		}
-		if !bytes.Equal(hs[ToBroker].data, sent[i][0]) || !bytes.Equal(hs[ToClient].data, sent[i][1]) {
-			t.Errorf("connection %d: data differs: %d and %d bytes", i+1, len(hs[ToBroker].data), len(hs[ToClient].data))
+		if !bytes.Equal(hs[kafka.ToBroker].data, sent[i][0]) || !bytes.Equal(hs[kafka.ToClient].data, sent[i][1]) {
+			t.Errorf("connection %d: data differs: %d and %d bytes", i+1, len(hs[kafka.ToBroker].data), len(hs[kafka.ToClient].data))
 		}
 		if conn.Close.Seen != (i < 4) || conn.Close.Reset != (i == 2 || i == 3) {
 			t.Errorf("connection %d: close %+v", i+1, conn.Close)
@@ -596,8 +597,8 @@ func TestBrokerSide(t *testing.T) {
 			if got.Client != tc.c.client {
 				toBroker = serverSent
 			}
-			if hs := rec.halves[got]; !bytes.Equal(hs[ToBroker].data, toBroker) {
-				t.Errorf("to the broker: %d bytes", len(hs[ToBroker].data))
+			if hs := rec.halves[got]; !bytes.Equal(hs[kafka.ToBroker].data, toBroker) {
+				t.Errorf("to the broker: %d bytes", len(hs[kafka.ToBroker].data))
 			}
 		})
 	}
@@ -641,7 +642,7 @@ func TestIdle(t *testing.T) {
 	if again.Client != cli || again.MidStream != [2]bool{true, true} {
 		t.Errorf("the 4-tuple used again: %+v", again)
 	}
-	if hs := rec.halves[again]; !bytes.Equal(hs[ToBroker].data, payload(30, 4)) {
-		t.Errorf("data after the idle close: %d bytes", len(hs[ToBroker].data))
+	if hs := rec.halves[again]; !bytes.Equal(hs[kafka.ToBroker].data, payload(30, 4)) {
+		t.Errorf("data after the idle close: %d bytes", len(hs[kafka.ToBroker].data))
 	}
 }

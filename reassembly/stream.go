@@ -11,6 +11,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kidscope/kidscope/capture"
+	"github.com/kidscope/kidscope/kafka"
 )
 
 // pageSize is the unit in which out-of-order data is held and counted
@@ -39,13 +40,15 @@ type frameRef struct {
 	at    stamp
 }
 
-func (r frameRef) span(end int) Span {
-	return Span{End: end, File: r.file, Frame: r.frame, Time: r.at.time()}
+func (r frameRef) ref() kafka.FrameRef {
+	return kafka.FrameRef{File: r.file, Frame: r.frame, Time: r.at.time()}
 }
+
+func (r frameRef) span(end int) kafka.Span { return kafka.Span{End: end, At: r.ref()} }
 
 // later orders frames in capture order: by number within one file, by
 // time across files (merged inputs are in time order).
-func later(x, y Span) bool {
+func later(x, y kafka.FrameRef) bool {
 	if x.File == y.File {
 		return x.Frame > y.Frame
 	}
@@ -182,12 +185,12 @@ type stream struct {
 	key6 *wideKey
 	// The connection's place in Assembler.byFile.
 	prev, next *stream
-	clientSide uint8     // the key endpoint of the client
-	firstDir   Direction // the direction of the first segment
-	dropped    bool      // over MaxConnections: its segments are ignored
-	removed    bool      // no longer tracked
-	opened     bool      // Open was called
-	syn        [2]bool   // a SYN was seen in the direction
+	clientSide uint8           // the key endpoint of the client
+	firstDir   kafka.Direction // the direction of the first segment
+	dropped    bool            // over MaxConnections: its segments are ignored
+	removed    bool            // no longer tracked
+	opened     bool            // Open was called
+	syn        [2]bool         // a SYN was seen in the direction
 	state      tcpState
 	last       frameRef // the last segment accepted
 	lastSeen   stamp    // the latest capture time of its segments
@@ -207,16 +210,18 @@ type stream struct {
 	half [2]half
 }
 
-func (s *stream) dir(side uint8) Direction {
+func (s *stream) dir(side uint8) kafka.Direction {
 	if side == s.clientSide {
-		return ToBroker
+		return kafka.ToBroker
 	}
-	return ToClient
+	return kafka.ToClient
 }
 
 // flushOrder is the order in which flushes visit the directions: the
 // answering direction first.
-func (s *stream) flushOrder() [2]Direction { return [2]Direction{1 - s.firstDir, s.firstDir} }
+func (s *stream) flushOrder() [2]kafka.Direction {
+	return [2]kafka.Direction{1 - s.firstDir, s.firstDir}
+}
 
 func (a *Assembler) eachStream(f func(s *stream)) {
 	for i := range a.byFile {
@@ -238,17 +243,17 @@ func (a *Assembler) newStream(p *capture.Packet, k *connKey, side uint8, ref fra
 	if ref.at.before(a.quietSince) {
 		a.quietSince = ref.at // capture time went back
 	}
-	s.conn.First = ref.span(0)
+	s.conn.First = ref.ref()
 	if !a.admit() {
 		a.stats.ConnectionsDropped++
 		s.dropped = true
 	} else {
 		a.live++
 		src, dst := endpoints(p.Network, p.TCP)
-		s.firstDir, s.clientSide = ToClient, 1-side
+		s.firstDir, s.clientSide = kafka.ToClient, 1-side
 		s.conn.Client, s.conn.Broker = dst, src
 		if a.opt.Ports.brokerIsDst(p.TCP) {
-			s.firstDir, s.clientSide = ToBroker, side
+			s.firstDir, s.clientSide = kafka.ToBroker, side
 			s.conn.Client, s.conn.Broker = src, dst
 		}
 	}
@@ -297,7 +302,7 @@ func (a *Assembler) complete(s *stream) {
 		}
 	}
 	if s.opened {
-		a.h.Closed(&s.conn, s.last.span(0))
+		a.h.Closed(&s.conn, s.last.ref())
 	}
 	s.removed = true
 	a.forget(s)
@@ -315,7 +320,7 @@ func (a *Assembler) complete(s *stream) {
 	s.prev, s.next = nil, nil
 }
 
-func (a *Assembler) closeHalf(s *stream, d Direction) {
+func (a *Assembler) closeHalf(s *stream, d kafka.Direction) {
 	h := &s.half[d]
 	h.closed = true
 	a.pages -= len(h.held)
@@ -331,7 +336,7 @@ func (a *Assembler) open(s *stream) {
 	}
 	s.opened = true
 	a.stats.Connections++
-	s.conn.MidStream = [2]bool{!s.syn[ToBroker], !s.syn[ToClient]}
+	s.conn.MidStream = [2]bool{!s.syn[kafka.ToBroker], !s.syn[kafka.ToClient]}
 	a.nextID++
 	s.conn.ID = a.nextID
 	a.h.Open(&s.conn)
@@ -409,7 +414,7 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 // that data (a response before its request). Otherwise, for a segment
 // that arrives out of order in its own direction after its hole was
 // acknowledged, the flush follows it.
-func (s *stream) mustFlush(tcp *layers.TCP, d Direction) (x Direction, first, ok bool) {
+func (s *stream) mustFlush(tcp *layers.TCP, d kafka.Direction) (x kafka.Direction, first, ok bool) {
 	x = 1 - d
 	if tcp.ACK && s.known[x] && after(s.end[x], s.nxt[x]) && after(tcp.Ack, s.nxt[x]) {
 		return x, true, true
@@ -421,7 +426,7 @@ func (s *stream) mustFlush(tcp *layers.TCP, d Direction) (x Direction, first, ok
 }
 
 // accept records a segment the state machine let through.
-func (s *stream) accept(tcp *layers.TCP, d Direction, ref frameRef) {
+func (s *stream) accept(tcp *layers.TCP, d kafka.Direction, ref frameRef) {
 	h := &s.half[d]
 	if tcp.RST && (!h.synced || h.next == tcp.Seq) {
 		s.rst[d] = true // at the next sequence number: it ends the stream
@@ -432,13 +437,13 @@ func (s *stream) accept(tcp *layers.TCP, d Direction, ref frameRef) {
 		s.syn[d] = true
 	}
 	if (tcp.FIN || tcp.RST) && !s.conn.Close.Seen {
-		s.conn.Close = CloseInfo{Seen: true, Reset: tcp.RST, By: d, At: ref.span(0)}
+		s.conn.Close = kafka.Close{Seen: true, Reset: tcp.RST, By: d, At: ref.ref()}
 	}
 }
 
 // track follows the sequence numbers of a segment in direction d (see
 // nxt), before the segment is assembled.
-func (s *stream) track(d Direction, seq uint32, syn bool, n int, hasAck bool, ack uint32) {
+func (s *stream) track(d kafka.Direction, seq uint32, syn bool, n int, hasAck bool, ack uint32) {
 	h := &s.half[d]
 	switch {
 	case h.synced:
@@ -462,7 +467,7 @@ func (s *stream) track(d Direction, seq uint32, syn bool, n int, hasAck bool, ac
 }
 
 // assemble takes an accepted segment into its direction's stream.
-func (a *Assembler) assemble(s *stream, d Direction, tcp *layers.TCP, ref frameRef) {
+func (a *Assembler) assemble(s *stream, d kafka.Direction, tcp *layers.TCP, ref frameRef) {
 	h := &s.half[d]
 	if h.closed {
 		return
@@ -596,7 +601,7 @@ type chunk struct {
 
 // handOverHeld hands over direction d's first held page and those
 // contiguous to it, skipping the bytes missing before it.
-func (a *Assembler) handOverHeld(s *stream, d Direction, flushing bool, ctx frameRef) uint32 {
+func (a *Assembler) handOverHeld(s *stream, d kafka.Direction, flushing bool, ctx frameRef) uint32 {
 	h := &s.half[d]
 	p := h.held[0]
 	h.held = slices.Delete(h.held, 0, 1)
@@ -608,7 +613,7 @@ func (a *Assembler) handOverHeld(s *stream, d Direction, flushing bool, ctx fram
 // to it, and returns the sequence number after them. The bytes complete at
 // ctx, the segment being added; when flushing, at the frames of the pages
 // that brought them.
-func (a *Assembler) handOver(s *stream, d Direction, lead chunk, flushing bool, ctx frameRef) uint32 {
+func (a *Assembler) handOver(s *stream, d kafka.Direction, lead chunk, flushing bool, ctx frameRef) uint32 {
 	h := &s.half[d]
 	a.chunks = append(a.chunks[:0], lead)
 	skip := seqDiff(h.next, lead.seq)
@@ -643,7 +648,7 @@ func (a *Assembler) handOver(s *stream, d Direction, lead chunk, flushing bool, 
 
 // deliver makes the Handler calls for the chunks of a hand-over: n bytes
 // after skip lost.
-func (a *Assembler) deliver(s *stream, d Direction, n, skip int, end, flushing bool, ctx frameRef) {
+func (a *Assembler) deliver(s *stream, d kafka.Direction, n, skip int, end, flushing bool, ctx frameRef) {
 	s.nxt[d] += uint32(max(skip, 0) + n)
 	if end && !s.ended[d] {
 		s.ended[d] = true
@@ -661,7 +666,7 @@ func (a *Assembler) deliver(s *stream, d Direction, n, skip int, end, flushing b
 		if skip > 0 {
 			a.stats.GapBytes += int64(skip)
 		}
-		a.h.Gap(&s.conn, d, skip, spans[0])
+		a.h.Gap(&s.conn, d, skip, spans[0].At)
 	}
 	if n == 0 {
 		return
@@ -686,7 +691,7 @@ func (a *Assembler) deliver(s *stream, d Direction, n, skip int, end, flushing b
 // pages of earlier segments, each with its own frame; a byte is complete
 // once every byte before it in the hand-over is, hence the running
 // maximum over runs of bytes from one frame.
-func (a *Assembler) spansOf(n int, flushing bool, ctx frameRef) []Span {
+func (a *Assembler) spansOf(n int, flushing bool, ctx frameRef) []kafka.Span {
 	a.spans = a.spans[:0]
 	n = max(n, 1)
 	if !flushing {
@@ -701,7 +706,7 @@ func (a *Assembler) spansOf(n int, flushing bool, ctx frameRef) []Span {
 		a.spans = append(a.spans, ref.span(n))
 		return a.spans
 	}
-	var best Span
+	var best kafka.Span
 	for off := 0; off < n; {
 		cur, _ := a.refAt(off)
 		// Find where the run of bytes from this frame ends by galloping,
@@ -722,7 +727,7 @@ func (a *Assembler) spansOf(n int, flushing bool, ctx frameRef) []Span {
 				hi = mid
 			}
 		}
-		if sp := cur.span(hi); best.Frame == 0 || later(sp, best) {
+		if sp := cur.span(hi); best.At.Frame == 0 || later(sp.At, best.At) {
 			best = sp
 		}
 		best.End = hi
@@ -746,7 +751,7 @@ func (a *Assembler) refAt(off int) (frameRef, bool) {
 // flushHole gives up the bytes missing before direction d's first held
 // page, if the direction holds data beyond its next byte, and hands over
 // that page and those contiguous to it.
-func (a *Assembler) flushHole(s *stream, d Direction, ctx frameRef) {
+func (a *Assembler) flushHole(s *stream, d kafka.Direction, ctx frameRef) {
 	if s.removed {
 		return
 	}
@@ -768,7 +773,7 @@ func (a *Assembler) flushHole(s *stream, d Direction, ctx frameRef) {
 // skipHole is a flush by time of direction d's first hole: it hands over
 // the first held page and those contiguous to it, or, with none held,
 // closes the direction.
-func (a *Assembler) skipHole(s *stream, d Direction) {
+func (a *Assembler) skipHole(s *stream, d kafka.Direction) {
 	h := &s.half[d]
 	if len(h.held) == 0 {
 		a.closeHalf(s, d)
@@ -780,7 +785,7 @@ func (a *Assembler) skipHole(s *stream, d Direction) {
 // expireHalf gives up the holes of direction d before pages captured
 // before flushBefore, and closes the direction when nothing is held and
 // the connection has been silent since idleBefore.
-func (a *Assembler) expireHalf(s *stream, d Direction, flushBefore, idleBefore stamp) {
+func (a *Assembler) expireHalf(s *stream, d kafka.Direction, flushBefore, idleBefore stamp) {
 	h := &s.half[d]
 	if h.closed {
 		return
@@ -805,7 +810,7 @@ func (a *Assembler) expireHalf(s *stream, d Direction, flushBefore, idleBefore s
 // must not land in this one. The data it holds out of order is handed
 // over first, hole by hole.
 func (a *Assembler) endAfterReset(s *stream, ctx frameRef) {
-	for d := range Direction(2) {
+	for d := range kafka.Direction(2) {
 		if s.ended[d] {
 			continue
 		}
@@ -820,7 +825,7 @@ func (a *Assembler) endAfterReset(s *stream, ctx frameRef) {
 }
 
 // resetHalf ends direction d at its next byte, as an RST there would.
-func (a *Assembler) resetHalf(s *stream, d Direction, ctx frameRef) {
+func (a *Assembler) resetHalf(s *stream, d kafka.Direction, ctx frameRef) {
 	if s.removed {
 		return
 	}
@@ -843,7 +848,7 @@ func (a *Assembler) resetHalf(s *stream, d Direction, ctx frameRef) {
 // after an RST, anything but ACKs after both FINs.
 type tcpState struct {
 	phase uint8
-	dir   Direction // who opened (SYN sent) or closed first (FIN sent)
+	dir   kafka.Direction // who opened (SYN sent) or closed first (FIN sent)
 }
 
 const (
@@ -858,7 +863,7 @@ const (
 // check reports whether a segment in direction d is valid in the current
 // state, and moves the state on. A connection seen without its handshake
 // starts in the state its first segment implies.
-func (t *tcpState) check(tcp *layers.TCP, d Direction) bool {
+func (t *tcpState) check(tcp *layers.TCP, d kafka.Direction) bool {
 	if t.phase == tcpClosed && !(tcp.SYN && !tcp.ACK) {
 		switch {
 		case tcp.SYN && tcp.ACK:
