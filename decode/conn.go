@@ -240,10 +240,23 @@ func (c *Conn) scanLimit(f *framer) int {
 	return int(min(int64(c.opt.MaxScan), max(free, minScanKeep)))
 }
 
-// Scratch is memory that many Conns share: the events of one call. With
-// thousands of connections it saves a buffer per connection; the events a
-// call returns are then valid only until the next call on any of them.
-type Scratch struct{ events []Event }
+// Scratch is memory that many Conns share: the events of one call, and
+// spare messages and frame buffers. With thousands of connections it saves
+// a buffer per connection and an allocation per frame; the events a call
+// returns are then valid only until the next call on any of them.
+type Scratch struct {
+	events []Event
+	msgs   []*Message
+	bufs   [][]byte
+}
+
+// The Scratch keeps at most maxSpare messages and as many buffers, each of
+// at most maxSpareBuf bytes: what frames in progress on other connections
+// return while theirs are still being read.
+const (
+	maxSpare    = 256
+	maxSpareBuf = 16 << 10
+)
 
 // Finish ends both sides: a side still searching accepts a last candidate
 // that ends exactly at the end of its bytes; a frame cut short is reported;
@@ -334,16 +347,51 @@ func (f *framer) clearScan() {
 	f.scanAt, f.scanned, f.tlsLooked = 0, 0, 0
 }
 
-// resetFrame readies the framer for the next frame. A buffer grown for a
-// large body is let go: thousands of connections must not each keep one.
-func (f *framer) resetFrame() {
+// resetFrame readies the framer for the next frame. Its buffer and message
+// are needed only until the frame is decoded: kept by each of 100,000 idle
+// connections, such buffers were most of the heap. They go back to the
+// Scratch, if any, for the next frame of any connection sharing it, so
+// that a frame costs no allocation; a buffer grown for a large body is let
+// go.
+func (c *Conn) resetFrame(f *framer) {
 	f.nSize, f.got, f.headed = 0, 0, false
-	// The buffer is needed only until the frame is decoded: kept by each
-	// of 100,000 idle connections, such buffers were most of the heap,
-	// and a new one per frame costs one small allocation.
+	if s := c.opt.Scratch; s != nil {
+		if f.msg != nil && len(s.msgs) < maxSpare {
+			*f.msg = Message{}
+			s.msgs = append(s.msgs, f.msg)
+		}
+		if cap(f.buf) > 0 && cap(f.buf) <= maxSpareBuf && len(s.bufs) < maxSpare {
+			s.bufs = append(s.bufs, f.buf[:0])
+		}
+	}
 	f.buf = nil
 	f.msg = nil
 	f.answer, f.needed = false, false
+}
+
+// newMessage returns an empty message for a frame: a spare one when the
+// Scratch has it.
+func (c *Conn) newMessage() *Message {
+	if s := c.opt.Scratch; s != nil && len(s.msgs) > 0 {
+		m := s.msgs[len(s.msgs)-1]
+		s.msgs = s.msgs[:len(s.msgs)-1]
+		return m
+	}
+	return new(Message)
+}
+
+// frameBuf returns an empty buffer for a frame's bytes: the framer's own,
+// or a spare one from the Scratch.
+func (c *Conn) frameBuf(f *framer) []byte {
+	if f.buf != nil {
+		return f.buf[:0]
+	}
+	if s := c.opt.Scratch; s != nil && len(s.bufs) > 0 {
+		b := s.bufs[len(s.bufs)-1]
+		s.bufs = s.bufs[:len(s.bufs)-1]
+		return b
+	}
+	return nil
 }
 
 // appendScan keeps data while lost, dropping the oldest bytes over max.
@@ -420,7 +468,7 @@ func (c *Conn) frameBytes(f *framer, b []byte, spans []kafka.Span) {
 				continue
 			}
 			f.want = initialWant(f.side, f.size)
-			f.buf = f.buf[:0]
+			f.buf = c.frameBuf(f)
 			f.got = 0
 			if f.size == 0 {
 				c.completeFrame(f, at(spans, off-1))
@@ -560,7 +608,8 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 		noResponse = ok && acks == 0
 	}
 	f.kind = EventRequest
-	f.msg = &Message{Size: int32(f.size), Request: h, NoResponse: noResponse}
+	f.msg = c.newMessage()
+	f.msg.Size, f.msg.Request, f.msg.NoResponse = int32(f.size), h, noResponse
 	f.headed = true
 	if wantsBody(h.APIKey) && h.Known {
 		if f.size <= c.opt.MaxBodySize {
@@ -596,7 +645,8 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			return true
 		}
 		f.kind = EventResponse
-		f.msg = &Message{Size: int32(f.size), Matched: ok}
+		f.msg = c.newMessage()
+		f.msg.Size, f.msg.Matched = int32(f.size), ok
 		f.msg.Response.CorrelationID = corr
 		if !ok {
 			f.headed = true // nothing tells its layout: skip it by size
@@ -671,7 +721,7 @@ func (c *Conn) completeFrame(f *framer, w kafka.FrameRef) {
 	default:
 		c.completeResponse(f, w)
 	}
-	f.resetFrame()
+	c.resetFrame(f)
 }
 
 func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {

@@ -141,7 +141,7 @@ func (c *Conn) regain(f *framer, p int) {
 	}
 	f.lost = false
 	f.lostState = nil // found: the scan's memory is not needed any more
-	f.resetFrame()
+	c.resetFrame(f)
 	if f.side == kafka.ToBroker {
 		c.candidate = false
 	}

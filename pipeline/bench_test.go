@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"testing"
 
 	"github.com/kidscope/kidscope/reassembly"
@@ -24,7 +26,7 @@ func BenchmarkRunFile(b *testing.B) {
 	b.SetBytes(st.Size())
 	var packets int64
 	for b.Loop() {
-		res, err := Run(context.Background(), Options{Files: []string{file}, Workers: 1,
+		res, err := Run(context.Background(), Options{Files: []string{file}, Workers: 1, OnTick: heapAtPeak(b),
 			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}, Rules: &Check{}}, nil)
 		if err != nil {
 			b.Fatal(err)
@@ -32,4 +34,32 @@ func BenchmarkRunFile(b *testing.B) {
 		packets += res.Capture.Packets
 	}
 	b.ReportMetric(float64(packets)/b.Elapsed().Seconds(), "packets/s")
+}
+
+// heapAtPeak returns, when KIDSCOPE_BENCH_HEAP names a file, a tick that
+// writes a heap profile there whenever the live heap is the largest yet:
+// what a run holds at its peak, which a profile at the end cannot show.
+func heapAtPeak(b *testing.B) func(Progress) {
+	path := os.Getenv("KIDSCOPE_BENCH_HEAP")
+	if path == "" {
+		return nil
+	}
+	var peak uint64
+	return func(Progress) {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc <= peak {
+			return
+		}
+		peak = ms.HeapAlloc
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
