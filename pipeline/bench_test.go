@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"testing"
 
 	"github.com/kidscope/kidscope/reassembly"
@@ -13,7 +14,8 @@ import (
 // BenchmarkRunFile runs the whole path, rules included, over the capture
 // named by KIDSCOPE_BENCH_FILE (the shared bench's loads, for profiles:
 // go test -run '^$' -bench RunFile -benchtime 1x -cpuprofile cpu.out
-// ./pipeline), with one worker so that a profile shows one path.
+// ./pipeline), with one worker so that a profile shows one path, or
+// KIDSCOPE_BENCH_WORKERS of them.
 func BenchmarkRunFile(b *testing.B) {
 	file := os.Getenv("KIDSCOPE_BENCH_FILE")
 	if file == "" {
@@ -24,9 +26,13 @@ func BenchmarkRunFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.SetBytes(st.Size())
+	workers := 1
+	if w, err := strconv.Atoi(os.Getenv("KIDSCOPE_BENCH_WORKERS")); err == nil {
+		workers = w
+	}
 	var packets int64
 	for b.Loop() {
-		res, err := Run(context.Background(), Options{Files: []string{file}, Workers: 1, OnTick: heapAtPeak(b),
+		res, err := Run(context.Background(), Options{Files: []string{file}, Workers: workers, OnTick: heapAtPeak(b),
 			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}, Rules: &Check{}}, nil)
 		if err != nil {
 			b.Fatal(err)
