@@ -7,19 +7,21 @@
 # every run, e.g. ARGS='--port auto'). Prints one line per file and
 # command: identical or different, and exits 1 on any difference. Standard
 # output and the exit status are compared; standard error is not (it
-# carries no results). Without FILES, the repository's corpora.
+# carries no results). Without FILES, the repository's corpora and the
+# synthetic variants (internal/synth, written to a temporary directory).
 set -uo pipefail
 [[ $# -ge 2 ]] || { echo "usage: $0 OLD_BIN NEW_BIN [FILES...]" >&2; exit 2; }
 old=$1 new=$2
 shift 2
 cd "$(dirname "$0")/.."
-if [[ $# -eq 0 ]]; then
-	set -- samples/captures/* testdata/real/*.pcap* \
-		$(find cmd/kidscope/testdata pipeline/testdata capture/testdata -name '*.pcap*' -type f | sort)
-fi
 read -r -a extra <<<"${ARGS:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [[ $# -eq 0 ]]; then
+	go run ./internal/synth/dump "$tmp/synth" || exit 2
+	set -- samples/captures/* testdata/real/*.pcap* \
+		$(find cmd/kidscope/testdata pipeline/testdata capture/testdata "$tmp/synth" -name '*.pcap*' -type f | sort)
+fi
 differ=0
 # run BIN OUT ARGS...: stdout into OUT, then the exit status appended.
 run() {
