@@ -9,9 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// API keys whose bodies the rules read.
+// API keys the decoder treats apart: the bodies the rules read, Produce
+// (its acks) and Metadata (its answers are memoised, see Scratch).
 const (
 	keyProduce                   int16 = 0
+	keyMetadata                  int16 = 3
 	KeyJoinGroup                 int16 = 11
 	KeySaslHandshake             int16 = 17
 	KeyApiVersions               int16 = 18

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -248,6 +249,43 @@ type Scratch struct {
 	events []Event
 	msgs   []*Message
 	bufs   [][]byte
+	// The last ApiVersions and Metadata response bodies decoded, with what
+	// came of them. Every connection of a client starts with these two
+	// exchanges, and a broker answers ApiVersions to all its clients byte
+	// for byte alike (Metadata too, to clients of the same topics): with
+	// thousands of connections, decoding each with kmsg was a tenth of
+	// the run. A body equal to the last one takes its results (read only:
+	// events share them).
+	versions memo
+	metadata memo
+}
+
+// memo is a response body and what decoding it gave.
+type memo struct {
+	version int16
+	body    []byte
+	decoded Body   // ApiVersions
+	code    int16  // ApiVersions: its error code
+	answer  Answer // Metadata: its nested codes
+	set     bool
+}
+
+// maxMemo is the largest body kept in a memo.
+const maxMemo = 4 << 10
+
+// hit reports whether b at version is the body the memo holds.
+func (m *memo) hit(version int16, b []byte) bool {
+	return m.set && m.version == version && bytes.Equal(m.body, b)
+}
+
+// keep makes b at version the memo's body, when it is small enough.
+func (m *memo) keep(version int16, b []byte) bool {
+	if len(b) > maxMemo {
+		m.set = false
+		return false
+	}
+	m.version, m.body, m.set = version, append(m.body[:0], b...), true
+	return true
 }
 
 // The Scratch keeps at most maxSpare messages and as many buffers, each of
@@ -777,7 +815,7 @@ func (c *Conn) completeResponse(f *framer, w kafka.FrameRef) {
 		case wantsBody(key) && whole:
 			c.decodeReadBody(&m, f.buf[hn:])
 		case whole && f.answer:
-			if a, err := ReadAnswer(key, m.Request.APIVersion, f.buf[hn:]); err == nil {
+			if a, err := c.readAnswer(key, m.Request.APIVersion, f.buf[hn:]); err == nil {
 				m.Answer = a
 			} else if f.needed && topAt(key, m.Request.APIVersion) != topUnreadable {
 				// A body kmsg cannot read (a short or newer layout) keeps
@@ -794,6 +832,15 @@ func (c *Conn) completeResponse(f *framer, w kafka.FrameRef) {
 // and its top-level error code (such bodies have no nested codes).
 func (c *Conn) decodeReadBody(m *Message, b []byte) {
 	key := m.Request.APIKey
+	var memo *memo
+	if c.opt.Scratch != nil && key == KeyApiVersions {
+		memo = &c.opt.Scratch.versions
+		if memo.hit(m.Request.APIVersion, b) {
+			m.Body, m.HasBody = memo.decoded, true
+			m.ErrorCode, m.HasErrorCode, m.NestedRead = memo.code, true, true
+			return
+		}
+	}
 	var code int16
 	var has bool
 	body, err := safeDecode(func() (Body, error) {
@@ -808,9 +855,28 @@ func (c *Conn) decodeReadBody(m *Message, b []byte) {
 	}
 	m.Body, m.HasBody = body, true
 	m.ErrorCode, m.HasErrorCode, m.NestedRead = code, has, true
+	if memo != nil && has && memo.keep(m.Request.APIVersion, b) {
+		memo.decoded, memo.code = body, code
+	}
 	if key == KeySaslHandshake && code == ErrNone && m.Request.APIVersion == 0 {
 		c.saslTokens = true
 	}
+}
+
+// readAnswer is ReadAnswer, through the Scratch's memo for Metadata.
+func (c *Conn) readAnswer(key, version int16, b []byte) (Answer, error) {
+	if c.opt.Scratch == nil || key != keyMetadata {
+		return ReadAnswer(key, version, b)
+	}
+	memo := &c.opt.Scratch.metadata
+	if memo.hit(version, b) {
+		return memo.answer, nil
+	}
+	a, err := ReadAnswer(key, version, b)
+	if err == nil && memo.keep(version, b) {
+		memo.answer = a
+	}
+	return a, err
 }
 
 // safeDecode runs a body decoder, turning a panic in a third-party parser

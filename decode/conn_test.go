@@ -575,3 +575,42 @@ func TestCountersAddEveryField(t *testing.T) {
 		}
 	}
 }
+
+// Connections sharing a Scratch decode ApiVersions and Metadata answers
+// they share byte for byte once: each gets the same results as a Conn of
+// its own, and a body that differs is decoded afresh.
+func TestScratchMemoSameAsAlone(t *testing.T) {
+	mk := func(avKeys []int16, topicErr int16) *wire {
+		w := &wire{}
+		var keys []kmsg.ApiVersionsResponseApiKey
+		for _, k := range avKeys {
+			keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MaxVersion: 1})
+		}
+		w.request(18, 3, 0, "c", nil, &kmsg.ApiVersionsRequest{ClientSoftwareName: "c", ClientSoftwareVersion: "1"})
+		w.response(18, 3, 0, &kmsg.ApiVersionsResponse{ApiKeys: keys})
+		w.request(3, 12, 1, "c", nil, &kmsg.MetadataRequest{})
+		w.response(3, 12, 1, &kmsg.MetadataResponse{Topics: []kmsg.MetadataResponseTopic{{Topic: kmsg.StringPtr("t"), ErrorCode: topicErr}}})
+		return w
+	}
+	wires := []*wire{mk([]int16{71, 72}, 0), mk([]int16{71, 72}, 0), mk([]int16{3}, 42), mk([]int16{71, 72}, 0)}
+	shared := Options{Scratch: new(Scratch)}
+	for i, w := range wires {
+		summary := func(evs []Event) string {
+			var b strings.Builder
+			for _, e := range evs {
+				if e.Kind == EventResponse {
+					fmt.Fprintf(&b, "%d: %v %v codes %v; ", e.Msg.Request.APIKey, e.Msg.Body.APIVersions, e.Msg.HasErrorCode, e.Msg.Codes())
+				}
+			}
+			return b.String()
+		}
+		alone := summary(feed(NewConn(Options{}), w, [2][]int{}))
+		together := summary(feed(NewConn(shared), w, [2][]int{}))
+		if alone != together || alone == "" {
+			t.Errorf("connection %d: with a shared Scratch %q, alone %q", i, together, alone)
+		}
+	}
+	if !shared.Scratch.versions.set || !shared.Scratch.metadata.set {
+		t.Error("the Scratch kept no memo")
+	}
+}
