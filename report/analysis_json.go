@@ -357,14 +357,16 @@ func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
 }
 
 func writeAnalysisJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
+	var compact bytes.Buffer
+	enc := json.NewEncoder(&compact)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	if err := enc.Encode(newAnalysisJSON(a, opt.UUID)); err != nil {
 		return err
 	}
-	return bw.Flush()
+	doc := bytes.TrimSuffix(compact.Bytes(), []byte("\n"))
+	out := append(indentJSON(make([]byte, 0, len(doc)*3/2), doc), '\n')
+	_, err := w.Write(out)
+	return err
 }
 
 // NDJSON lines: "kind" first, then the fields of the JSON document's
