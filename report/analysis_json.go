@@ -363,10 +363,12 @@ func writeAnalysisJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	if err := enc.Encode(newAnalysisJSON(a, opt.UUID)); err != nil {
 		return err
 	}
-	doc := bytes.TrimSuffix(compact.Bytes(), []byte("\n"))
-	out := append(indentJSON(make([]byte, 0, len(doc)*3/2), doc), '\n')
-	_, err := w.Write(out)
-	return err
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if err := indentJSON(bw, bytes.TrimSuffix(compact.Bytes(), []byte("\n"))); err != nil {
+		return err
+	}
+	bw.WriteByte('\n')
+	return bw.Flush()
 }
 
 // NDJSON lines: "kind" first, then the fields of the JSON document's

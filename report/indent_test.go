@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -10,6 +11,16 @@ import (
 
 // indentJSON must agree with json.Indent on every document encoding/json
 // writes: the golden JSON outputs (compacted again) and the fuzzer's.
+// indented is indentJSON's output as a slice.
+func indented(t testing.TB, src []byte) []byte {
+	var out bytes.Buffer
+	w := bufio.NewWriterSize(&out, 16) // small: the writes cross its buffer's end
+	if err := indentJSON(w, src); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
 func TestIndentJSONAsEncodingJSON(t *testing.T) {
 	docs := []string{`{}`, `[]`, `{"a":[]}`, `{"a":{},"b":[1,2,{"c":"x\"y\\z"}],"d":null}`, `"s"`, `[[],[[]],{"":""}]`, `{"a":"]},:{[\\"}`}
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.json*"))
@@ -34,7 +45,7 @@ func TestIndentJSONAsEncodingJSON(t *testing.T) {
 		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
 			t.Fatal(err)
 		}
-		if got := indentJSON(nil, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
+		if got := indented(t, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("indent of %.80q:\n got %.200q\nwant %.200q", compact.String(), got, want.Bytes())
 		}
 	}
@@ -54,7 +65,7 @@ func FuzzIndentJSON(f *testing.F) {
 		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
 			return
 		}
-		if got := indentJSON(nil, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
+		if got := indented(t, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("indent of %q:\n got %q\nwant %q", compact.Bytes(), got, want.Bytes())
 		}
 	})
