@@ -249,16 +249,22 @@ type Scratch struct {
 	events []Event
 	msgs   []*Message
 	bufs   [][]byte
-	// The last ApiVersions and Metadata response bodies decoded, with what
-	// came of them. Every connection of a client starts with these two
-	// exchanges, and a broker answers ApiVersions to all its clients byte
-	// for byte alike (Metadata too, to clients of the same topics): with
-	// thousands of connections, decoding each with kmsg was a tenth of
-	// the run. A body equal to the last one takes its results (read only:
-	// events share them).
+	// The last ApiVersions response body decoded and the last few Metadata
+	// answers, with what came of them. Every connection of a client starts
+	// with these two exchanges, and a broker answers ApiVersions to all
+	// its clients byte for byte alike, Metadata to the clients of one
+	// application (the same topics) too: with thousands of connections,
+	// decoding each with kmsg was a tenth of the run. A body equal to a
+	// remembered one takes its results (read only: events share them).
 	versions memo
-	metadata memo
+	metadata [metadataMemos]memo
+	nextMeta int // the metadata memo the next new body replaces
 }
+
+// metadataMemos is how many Metadata answers a Scratch remembers: one per
+// application whose clients a capture interleaves, for a few dozen of them
+// (at most 128 KiB: bodies over maxMemo are not kept).
+const metadataMemos = 32
 
 // memo is a response body and what decoding it gave.
 type memo struct {
@@ -868,13 +874,16 @@ func (c *Conn) readAnswer(key, version int16, b []byte) (Answer, error) {
 	if c.opt.Scratch == nil || key != keyMetadata {
 		return ReadAnswer(key, version, b)
 	}
-	memo := &c.opt.Scratch.metadata
-	if memo.hit(version, b) {
-		return memo.answer, nil
+	sc := c.opt.Scratch
+	for i := range sc.metadata {
+		if sc.metadata[i].hit(version, b) {
+			return sc.metadata[i].answer, nil
+		}
 	}
 	a, err := ReadAnswer(key, version, b)
-	if err == nil && memo.keep(version, b) {
+	if memo := &sc.metadata[sc.nextMeta]; err == nil && memo.keep(version, b) {
 		memo.answer = a
+		sc.nextMeta = (sc.nextMeta + 1) % metadataMemos
 	}
 	return a, err
 }

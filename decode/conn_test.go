@@ -610,7 +610,7 @@ func TestScratchMemoSameAsAlone(t *testing.T) {
 			t.Errorf("connection %d: with a shared Scratch %q, alone %q", i, together, alone)
 		}
 	}
-	if !shared.Scratch.versions.set || !shared.Scratch.metadata.set {
+	if !shared.Scratch.versions.set || !shared.Scratch.metadata[0].set {
 		t.Error("the Scratch kept no memo")
 	}
 }
