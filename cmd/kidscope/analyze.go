@@ -136,6 +136,7 @@ unreadable input; 130 interrupted.`,
 			opt.Rules = choice.check(rules.Options{})
 			run, err := pipeline.Run(cmd.Context(), opt, nil)
 			bar.clear()
+			collectBeforeReport()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}

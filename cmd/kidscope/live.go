@@ -177,6 +177,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
 	run, err := pipeline.Run(ctx, opt, sink)
+	collectBeforeReport()
 	sum := &run.Summary
 	status.clear()
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -76,4 +77,23 @@ func startMemoryGovernor(limit int64) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// reportPhaseHeap is the heap above which a run collects its garbage before
+// it builds the report.
+const reportPhaseHeap = 32 << 20
+
+// collectBeforeReport runs a collection between the run and its report,
+// when the heap is large. The run's per-connection state is garbage by
+// then (thousands of connections close at the end of a capture), and the
+// report's documents are megabytes for as many connections: without it,
+// the collector, paced by the run's live heap, lets the report stack up on
+// top of the garbage, and peak memory came at the very end (measured at
+// 20,000 connections: 150 MB at the end against 100 MB while reading).
+func collectBeforeReport() {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > reportPhaseHeap {
+		runtime.GC()
+	}
 }
