@@ -62,7 +62,11 @@ type Engine struct {
 	conns    map[int]*conn
 	findings []Finding
 	out      []Finding // findings completed by the current call
-	closed   []Connection
+	// next is the record of the request being seen: most requests get no
+	// candidate and are forgotten at once, so only those that do are
+	// copied to the heap.
+	next   request
+	closed []Connection
 	// What the caps left out, and every finding's severity.
 	droppedConns, droppedFindings int64
 	bySeverity                    [3]int64
@@ -167,7 +171,8 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
 		c.clientID = h.ClientID
 	}
-	q := &request{at: ev.At, h: *h, x: headerIDOf(h), afterGap: c.afterGap, noResponse: ev.Msg.NoResponse}
+	q := &e.next
+	*q = request{at: ev.At, h: *h, x: headerIDOf(h), afterGap: c.afterGap, noResponse: ev.Msg.NoResponse, cands: q.cands[:0]}
 	if q.x.carries && !c.hasFirstID {
 		c.firstID, c.hasFirstID, q.setsFirstID = q.x.id, true, true
 	}
@@ -182,8 +187,11 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	// it the memory of each idle connection's last request.
 	c.lastReq = nil
 	if len(q.cands) > 0 {
-		c.lastReq = q
-		c.undecided = append(c.undecided, q)
+		kept := new(request)
+		*kept = *q
+		kept.cands = slices.Clone(q.cands)
+		c.lastReq = kept
+		c.undecided = append(c.undecided, kept)
 	}
 	e.settle(c, false)
 }
