@@ -184,6 +184,13 @@ func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 		{[]string{"--workers", "0"}, 2, -1},
 		{[]string{"--memory-limit", "lots"}, 2, -1},
 		{[]string{"--max-resync-buffer", "0"}, 2, -1},
+		{[]string{"--max-frame", "-5"}, 2, -1},
+		{[]string{"--max-frame", "0"}, 2, -1},
+		{[]string{"--max-frame", "2000000000"}, 2, -1},
+		{[]string{"--max-connections", "0"}, 2, -1},
+		{[]string{"--max-buffer", "-1"}, 2, -1},
+		{[]string{"--max-buffer-per-connection", "0"}, 2, -1},
+		{[]string{"--max-frame", "1073741824", "--max-connections", "1", "--max-buffer", "1", "--max-buffer-per-connection", "1"}, 0, 1},
 	}
 	for _, c := range cases {
 		args := append([]string{"analyze", "-o", "json"}, c.args...)

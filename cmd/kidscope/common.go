@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 
@@ -123,6 +124,21 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 	if f.workers < 1 || f.workers > 256 {
 		return opt, form, fmt.Errorf("--workers %d: want 1 to 256", f.workers)
 	}
+	// A cap of zero or less would mean "none" to the stages, which take
+	// zero as "the default": refused here rather than silently replaced.
+	for _, c := range []struct {
+		flag     string
+		val, max int
+	}{
+		{"--max-connections", f.maxConnections, math.MaxInt32},
+		{"--max-buffer", f.maxBufferPages, math.MaxInt32},
+		{"--max-buffer-per-connection", f.maxConnPages, math.MaxInt32},
+		{"--max-frame", f.maxFrame, 1 << 30},
+	} {
+		if c.val < 1 || c.val > c.max {
+			return opt, form, fmt.Errorf("%s %d: want 1 to %d", c.flag, c.val, c.max)
+		}
+	}
 	resync, err := size.Parse(f.resyncBuffer)
 	if err != nil || resync == 0 {
 		return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
@@ -138,7 +154,7 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		ResyncBytes: resync,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
-		Decode: decode.Options{Table: table, MaxFrameSize: int32(min(f.maxFrame, 1<<30))},
+		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame)},
 	}
 	return opt, form, nil
 }
