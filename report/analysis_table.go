@@ -109,6 +109,7 @@ func (st *docStyle) uuid(u kafka.UUID) string {
 }
 
 func (st *docStyle) clientID(s string) string {
+	s = shown(s)
 	if st.md {
 		return s
 	}
@@ -569,6 +570,7 @@ func instanceBlocks(a *Analysis, st *docStyle) []block {
 		}
 		var cids, addrs, brokers, conns []string
 		for _, c := range in.ClientIDs {
+			c = shown(c)
 			if !st.md {
 				c = shorten(c, 12)
 			}

@@ -93,7 +93,9 @@ func namedID(u kafka.UUID, id func(kafka.UUID) string) string {
 	return id(u)
 }
 
-func quote(s string) string { return "\"" + s + "\"" }
+// quote writes a capture's string in quotes, made safe to print (shown):
+// findings' texts reach terminals, Markdown and CSV.
+func quote(s string) string { return "\"" + shown(s) + "\"" }
 
 func kafkaUUID(u kafka.UUID) string { return u.String() }
 

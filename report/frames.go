@@ -196,7 +196,7 @@ func optStr(p *string) string {
 
 func (r *FrameRecord) fields() []string {
 	return []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, r.Broker, r.Direction, optInt(r.APIKey), r.APIName,
-		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
+		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)), optStr(r.InstanceID), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
 }
 
 // codeList joins the numbers of codes with ";" (a CSV cell).
@@ -312,7 +312,7 @@ func (f *framesTable) Add(r *FrameRecord) error {
 		dir = "←"
 	}
 	f.rows = append(f.rows, []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
-		strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), code})
+		strconv.Itoa(int(r.CorrelationID)), shown(optStr(r.ClientID)), optStr(r.InstanceID), code})
 	return nil
 }
 
