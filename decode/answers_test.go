@@ -422,7 +422,7 @@ func TestConnAcksZero(t *testing.T) {
 			noResp = append(noResp, e.Msg.Request.CorrelationID)
 		}
 	}
-	cnt := c.Counters()
+	cnt := c.Outcome().Counters
 	if !slices.Equal(noResp, []int32{1, 3}) || cnt.NoResponse != 2 || cnt.Unanswered != 0 {
 		t.Errorf("acks = 0 requests %v, counters %+v", noResp, cnt)
 	}

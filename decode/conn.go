@@ -127,8 +127,6 @@ func NewConn(opt Options) *Conn {
 	return c
 }
 
-// Counters returns the connection's totals so far.
-func (c *Conn) Counters() Counters { return c.cnt }
 
 // Outcome is what a decoder made of its connection, once it ended.
 type Outcome struct {

@@ -180,7 +180,7 @@ func TestConnWholeConversation(t *testing.T) {
 	if m := byKey(kafka.ToBroker, 68); m.Body.GroupID != "g" || m.Body.MemberID != "" {
 		t.Errorf("ConsumerGroupHeartbeat body: %+v", m.Body)
 	}
-	if n := c.Counters(); n.Requests != 7 || n.Responses != 7 || n.Unmatched != 0 || n.Resyncs != 0 || n.Malformed != 0 {
+	if n := c.Outcome().Counters; n.Requests != 7 || n.Responses != 7 || n.Unmatched != 0 || n.Resyncs != 0 || n.Malformed != 0 {
 		t.Errorf("counters %+v", n)
 	}
 }
@@ -205,7 +205,7 @@ func TestConnSplitAtEveryOffset(t *testing.T) {
 				t.Fatalf("cut %d message %d: %+v, want %+v", cut, i, g.Request, x.Request)
 			}
 		}
-		if n := c.Counters(); n.Resyncs != 0 || n.Malformed != 0 {
+		if n := c.Outcome().Counters; n.Resyncs != 0 || n.Malformed != 0 {
 			t.Fatalf("cut %d: counters %+v", cut, n)
 		}
 	}
@@ -411,7 +411,7 @@ func TestConnSASLv0(t *testing.T) {
 	if got := strings.Join(kinds, " "); got != "request:17 response:17 token token request:3 response:3" {
 		t.Errorf("got %s", got)
 	}
-	if n := c.Counters(); n.SASLTokens != 2 || n.Malformed != 0 {
+	if n := c.Outcome().Counters; n.SASLTokens != 2 || n.Malformed != 0 {
 		t.Errorf("counters %+v", n)
 	}
 }
@@ -455,7 +455,7 @@ func TestConnRandomChunks(t *testing.T) {
 		if len(got) != len(w.items) {
 			t.Fatalf("run %d: %d messages, want %d", run, len(got), len(w.items))
 		}
-		if n := c.Counters(); n.Resyncs != 0 || n.Malformed != 0 || n.Unmatched != 0 {
+		if n := c.Outcome().Counters; n.Resyncs != 0 || n.Malformed != 0 || n.Unmatched != 0 {
 			t.Fatalf("run %d: counters %+v", run, n)
 		}
 	}
