@@ -127,7 +127,6 @@ func NewConn(opt Options) *Conn {
 	return c
 }
 
-
 // Outcome is what a decoder made of its connection, once it ended.
 type Outcome struct {
 	Counters Counters
