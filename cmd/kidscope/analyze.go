@@ -111,7 +111,7 @@ Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 bad us
 unreadable input; 130 interrupted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			opt, form, err := in.options(files)
+			opt, form, caps, err := in.options(cmd, files)
 			if err != nil {
 				return usageError(err)
 			}
@@ -133,7 +133,7 @@ unreadable input; 130 interrupted.`,
 			if bar != nil {
 				opt.OnTick = bar.tick
 			}
-			opt.Rules = choice.check(rules.Options{})
+			opt.Rules = choice.check(caps.rulesOptions())
 			run, err := pipeline.Run(cmd.Context(), opt, nil)
 			bar.clear()
 			collectBeforeReport()

@@ -41,14 +41,18 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.StringArrayVar(&f.headerV3, "header-v3", nil, "KEY:MINVERSION: more API versions that use request header v3 (adds to the built-in list)")
 	fl.StringVar(&f.uuid, "uuid", "kafka", "UUID text form: kafka (base64url) or rfc4122")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: "+outputs)
-	fl.IntVar(&f.maxConnections, "max-connections", 100000, "most connections tracked at once; more are ignored and counted")
-	fl.IntVar(&f.maxBufferPages, "max-buffer", 65536, "most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap")
-	fl.IntVar(&f.maxConnPages, "max-buffer-per-connection", 4096, "most 1900-byte pages of out-of-order data held for one connection; over it, its waiting data is given up as a gap")
+	dflt := budgetFor(0)
+	fl.IntVar(&f.maxConnections, "max-connections", dflt.connections,
+		"most connections tracked at once; more are not analysed, and counted; scales with --memory-limit")
+	fl.IntVar(&f.maxBufferPages, "max-buffer", dflt.pages,
+		"most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap; scales with --memory-limit")
+	fl.IntVar(&f.maxConnPages, "max-buffer-per-connection", dflt.pagesPerConn,
+		"most 1900-byte pages of out-of-order data held for one connection; over it, its waiting data is given up as a gap; scales with --memory-limit")
 	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
-	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "64MiB",
-		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most)")
+	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "",
+		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most; default a 16th of --memory-limit)")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
@@ -67,9 +71,9 @@ func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) (stop func(), err erro
 	if _, env := os.LookupEnv("GOMEMLIMIT"); env && !cmd.Flags().Changed("memory-limit") {
 		return func() {}, nil
 	}
-	n, err := size.Parse(f.memoryLimit)
+	n, err := f.effectiveLimit(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("--memory-limit: %w", err)
+		return nil, err
 	}
 	return startMemoryGovernor(n), nil
 }
@@ -102,8 +106,30 @@ func (f *inputFlags) captureFilter() (*filter.Filter, error) {
 	return nil, nil
 }
 
-// options turns the flags into pipeline options.
-func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm, error) {
+// options turns the flags into pipeline options: the caps that are not
+// given take their shares of the memory limit (budget.go).
+func (f *inputFlags) options(cmd *cobra.Command, files []string) (pipeline.Options, report.UUIDForm, budget, error) {
+	var opt pipeline.Options
+	limit, err := f.effectiveLimit(cmd)
+	if err != nil {
+		return opt, 0, budget{}, err
+	}
+	b := budgetFor(limit)
+	given := cmd.Flags().Changed
+	if !given("max-connections") {
+		f.maxConnections = b.connections
+	}
+	if !given("max-buffer") {
+		f.maxBufferPages = b.pages
+	}
+	if !given("max-buffer-per-connection") {
+		f.maxConnPages = min(b.pagesPerConn, f.maxBufferPages)
+	}
+	opt, form, err := f.pipelineOptions(files, b)
+	return opt, form, b, err
+}
+
+func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options, report.UUIDForm, error) {
 	var opt pipeline.Options
 	form, err := report.ParseUUIDForm(f.uuid)
 	if err != nil {
@@ -139,9 +165,12 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 			return opt, form, fmt.Errorf("%s %d: want 1 to %d", c.flag, c.val, c.max)
 		}
 	}
-	resync, err := size.Parse(f.resyncBuffer)
-	if err != nil || resync == 0 {
-		return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
+	resync := b.resyncBytes
+	if f.resyncBuffer != "" {
+		resync, err = size.Parse(f.resyncBuffer)
+		if err != nil || resync == 0 {
+			return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
+		}
 	}
 	flt, err := f.captureFilter()
 	if err != nil {

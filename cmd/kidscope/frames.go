@@ -25,7 +25,7 @@ partitions, groups or resources where the API version has no top-level one. A su
 Several files are merged in time order; "-" reads standard input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			opt, form, err := in.options(files)
+			opt, form, _, err := in.options(cmd, files)
 			if err != nil {
 				return usageError(err)
 			}
@@ -83,13 +83,17 @@ func finalStatus(sum *result.Summary, code int) error {
 	for _, p := range sum.Problems {
 		fmt.Fprintln(os.Stderr, "kidscope:", p)
 	}
+	// A finding at or above --fail-on is a verdict on what was read, and
+	// wins over an input that could not be read to its end: a CI job must
+	// not see "bad input" where the client broke a rule. Interrupted wins
+	// over both: the run did not finish.
 	switch {
 	case sum.Interrupted:
 		return &exitError{code: exitInterrupted}
-	case sum.InputStopped():
-		return &exitError{code: exitBadInput}
 	case code != exitOK:
 		return &exitError{code: code}
+	case sum.InputStopped():
+		return &exitError{code: exitBadInput}
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if !cmd.Flags().Changed("output") && !onTerminal {
 		in.output = "ndjson"
 	}
-	opt, form, err := in.options(nil)
+	opt, form, caps, err := in.options(cmd, nil)
 	if err != nil {
 		return usageError(err)
 	}
@@ -135,7 +135,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	}
 	// A capture that runs for days streams its findings; the final report
 	// keeps the recent connections and instances, so memory stays flat.
-	opt.Rules = choice.check(rules.Options{MaxConnections: 2000, MaxInstances: 5000, MaxFindings: 10000})
+	opt.Rules = choice.check(caps.liveRulesOptions())
 	sink := &liveSink{}
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.

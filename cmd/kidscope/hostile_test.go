@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kidscope/kidscope/internal/hostile"
+)
+
+// The hostile inputs of issue 13, each built from its description, run
+// through the built binary with its peak resident memory measured by the
+// kernel (the child's rusage): under 300 MB with the default flags, and
+// under --memory-limit when it is set.
+
+// defaultRSSCeiling is the most resident memory any hostile input may
+// cost with the default flags.
+const defaultRSSCeiling = 300 << 20
+
+// measured is one run of the binary.
+type measured struct {
+	stdout, stderr string
+	code           int
+	rss            int64 // peak resident set, bytes
+	took           time.Duration
+}
+
+// A child's peak RSS as wait4 reports it is not its own: Linux carries
+// the high-water mark of the memory a process replaces at exec into it,
+// so a binary started by this test process (whose heap holds the
+// generated inputs) would report the test's peak. The binary is started
+// instead by a fresh copy of the test binary (rssLauncherEnv set), whose
+// own memory is small; that launcher waits for it and writes its peak.
+const rssLauncherEnv = "KIDSCOPE_TEST_RSS_OUT"
+
+// launchMeasured runs args, passing its output through, and writes its
+// peak RSS in bytes to the file out. It returns the child's exit code.
+func launchMeasured(out string, args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 125
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10 // kilobytes on Linux
+	}
+	if err := os.WriteFile(out, []byte(strconv.FormatInt(rss, 10)), 0o600); err != nil {
+		return 125
+	}
+	return code
+}
+
+func runMeasured(t *testing.T, args ...string) measured {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "rss")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, append([]string{binary}, args...)...)
+	cmd.Env = append(os.Environ(), rssLauncherEnv+"="+out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	m := measured{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	if ee, ok := err.(*exec.ExitError); ok {
+		m.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run kidscope: %v", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || m.code == 125 {
+		t.Fatalf("the launcher measured nothing: %v (%s)", err, m.stderr)
+	}
+	m.rss, _ = strconv.ParseInt(string(b), 10, 64)
+	return m
+}
+
+// hostileCase is one crafted input and what kidscope must make of it.
+type hostileCase struct {
+	name string
+	file string // base name (its extension tells the format)
+	gen  func(path string) error
+	// args come before the file; "analyze -o json --fail-on never" when nil.
+	args []string
+	// limited also runs it with --memory-limit 64MiB, which must hold.
+	limited bool
+	check   func(t *testing.T, m measured, path string)
+}
+
+// hostileLimit is the --memory-limit the limited runs use, and the peak
+// resident memory they may reach.
+const hostileLimit = 64 << 20
+
+func hostileCases() []hostileCase {
+	return []hostileCase{
+		{name: "pcapng-epb-caplen-0xFFFFFFF0", file: "epb.pcapng.gz", limited: true,
+			gen: func(p string) error { return hostile.HugeEPB(p, 1536<<20) },
+			check: func(t *testing.T, m measured, path string) {
+				wantCode(t, m, exitBadInput)
+				wantIn(t, m.stderr, filepath.Base(path), "frame 1")
+			}},
+		{name: "pcap-gz-snaplen-caplen-0xFFFFFFF0", file: "rec.pcap.gz", limited: true,
+			gen: func(p string) error { return hostile.HugeRecord(p, 1536<<20) },
+			check: func(t *testing.T, m measured, path string) {
+				wantCode(t, m, exitBadInput)
+				wantIn(t, m.stderr, filepath.Base(path), "frame 1")
+			}},
+		{name: "pcapng-5M-interfaces", file: "idb.pcapng.gz", limited: true,
+			gen: func(p string) error { return hostile.InterfaceFlood(p, 5_000_000) },
+			check: func(t *testing.T, m measured, path string) {
+				wantIn(t, m.stderr, filepath.Base(path), "interface")
+			}},
+		{name: "pcapng-name-resolution-flood", file: "nrb.pcapng.gz", limited: true,
+			gen: func(p string) error { return hostile.NameFlood(p, 3_000_000) }},
+		{name: "250-partial-4MiB-joingroups", file: "join.pcap.gz", limited: true,
+			gen: func(p string) error { return hostile.PartialJoinGroups(p, 250, 4<<20, 3<<20) },
+			check: func(t *testing.T, m measured, _ string) {
+				s := summaryOf(t, m)
+				if s["connections"].(float64) != 250 {
+					t.Errorf("connections %v, want 250", s["connections"])
+				}
+			}},
+		{name: "1M-segments-random-seq", file: "ooo.pcap", limited: true,
+			gen: func(p string) error { return hostile.OutOfOrder(p, 1_000_000, true, 1) },
+			check: func(t *testing.T, m measured, _ string) {
+				t.Logf("1 M random out-of-order segments: %v", m.took)
+			}},
+		{name: "300k-violations-one-connection", file: "viol.pcap", limited: true,
+			gen: func(p string) error { return hostile.Violations(p, 300_000) },
+			check: func(t *testing.T, m measured, _ string) {
+				if len(m.stdout) > 10<<20 {
+					t.Errorf("JSON report of %d bytes for one connection", len(m.stdout))
+				}
+			}},
+		{name: "200k-connections-partial-frame", file: "conns.pcap", limited: true,
+			gen: func(p string) error { return hostile.PartialFrames(p, 200_000) }},
+		{name: "100k-instance-ids", file: "inst.pcap", limited: true,
+			gen: func(p string) error { return hostile.Instances(p, 100_000) }},
+	}
+}
+
+func TestHostileInputsStayBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes gigabytes of (compressible) input")
+	}
+	dir := t.TempDir()
+	for _, hc := range hostileCases() {
+		t.Run(hc.name, func(t *testing.T) {
+			path := filepath.Join(dir, hc.file)
+			if err := hc.gen(path); err != nil {
+				t.Fatal(err)
+			}
+			args := hc.args
+			if args == nil {
+				args = []string{"analyze", "-o", "json", "--fail-on", "never", "--no-progress"}
+			}
+			m := runMeasured(t, append(args, path)...)
+			t.Logf("default flags: exit %d, peak RSS %.1f MB, %v", m.code, float64(m.rss)/1e6, m.took)
+			if m.rss > defaultRSSCeiling {
+				t.Errorf("peak RSS %.1f MB with the default flags, over %d MB", float64(m.rss)/1e6, defaultRSSCeiling>>20)
+			}
+			if hc.check != nil {
+				hc.check(t, m, path)
+			}
+			if hc.limited {
+				lm := runMeasured(t, append(append(args, "--memory-limit", "64MiB"), path)...)
+				t.Logf("--memory-limit 64MiB: exit %d, peak RSS %.1f MB, %v", lm.code, float64(lm.rss)/1e6, lm.took)
+				if lm.rss > hostileLimit {
+					t.Errorf("peak RSS %.1f MB with --memory-limit 64MiB", float64(lm.rss)/1e6)
+				}
+				if lm.code != m.code {
+					t.Errorf("exit %d with --memory-limit, %d without", lm.code, m.code)
+				}
+			}
+		})
+	}
+}
+
+func wantCode(t *testing.T, m measured, code int) {
+	t.Helper()
+	if m.code != code {
+		t.Errorf("exit %d, want %d; stderr: %s", m.code, code, m.stderr)
+	}
+}
+
+func wantIn(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%q not in %q", sub, s)
+		}
+	}
+}
+
+// summaryOf returns the summary object of an analyze -o json report.
+func summaryOf(t *testing.T, m measured) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(m.stdout), &doc); err != nil {
+		t.Fatalf("JSON report: %v (stderr %s)", err, m.stderr)
+	}
+	s, ok := doc["summary"].(map[string]any)
+	if !ok {
+		t.Fatalf("no summary in the JSON report")
+	}
+	return s
+}
+
+// TestFindingWinsOverTruncatedInput: a truncated input whose frames before
+// the cut hold an error finding exits 1 (the verdict), with the cut named
+// on stderr; without the finding (--fail-on never) the cut makes it 2.
+func TestFindingWinsOverTruncatedInput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cut.pcap")
+	if err := hostile.TruncatedWithError(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		failOn string
+		code   int
+	}{{"error", exitFindings}, {"never", exitBadInput}} {
+		stdout, stderr, code := runKidscope(t, "analyze", "--fail-on", tc.failOn, path)
+		if code != tc.code {
+			t.Errorf("--fail-on %s: exit %d, want %d", tc.failOn, code, tc.code)
+		}
+		wantIn(t, stderr, "cut.pcap: frame 12: truncated file")
+		wantIn(t, stdout, "header-id-changed", "truncated file")
+	}
+}
