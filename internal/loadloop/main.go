@@ -6,7 +6,8 @@
 //	go run ./internal/loadloop -port 29092 -rate 50000 -duration 30s -conns 50
 //
 // It prints how many requests and responses it exchanged. Connections are
-// replaced now and then (-churn), so state that should expire does.
+// replaced now and then (-churn), so state that should expire does. With
+// -violate every request breaks a rule, for measuring what live keeps.
 package main
 
 import (
@@ -34,6 +35,7 @@ func main() {
 	duration := flag.Duration("duration", 30*time.Second, "how long to send")
 	conns := flag.Int("conns", 20, "client connections at a time")
 	churn := flag.Duration("churn", 5*time.Second, "replace each connection after this long (0: never)")
+	violate := flag.Bool("violate", false, "every request carries a new header instance ID (each one after a connection's first breaks header-id-changed)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
@@ -53,7 +55,7 @@ func main() {
 		go func(i int) {
 			defer wg.Done()
 			for gen := 0; ctx.Err() == nil; gen++ {
-				client(ctx, *port, i, gen, perConn, *churn, &exchanges)
+				client(ctx, *port, i, gen, perConn, *churn, *violate, &exchanges)
 			}
 		}(i)
 	}
@@ -101,7 +103,7 @@ func serve(ln net.Listener) {
 }
 
 // client sends paced requests on one connection until churn or ctx ends.
-func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Duration, n *atomic.Int64) {
+func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Duration, violate bool, n *atomic.Int64) {
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		time.Sleep(100 * time.Millisecond)
@@ -121,6 +123,9 @@ func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Du
 		key, ver, body := int16(3), int16(12), meta
 		if corr%4 != 0 {
 			key, ver, body = 0, 9, produce
+		}
+		if violate {
+			binary.BigEndian.PutUint32(id[12:], uint32(corr))
 		}
 		h := decode.RequestHeader{APIKey: key, APIVersion: ver, CorrelationID: corr, HeaderVersion: 2,
 			ClientID: fmt.Sprintf("loadloop-%d", i), InstanceID: id, HasInstanceID: true}
