@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +27,7 @@ type liveFlags struct {
 	count        int64
 	write        string
 	writeMaxSize int64
+	force        bool
 	ringMB       int
 	snaplen      int
 	metricsAddr  string
@@ -47,7 +49,12 @@ Kafka and prints each finding as it is made: a line of text on a terminal, an nd
 "finding" object when -o ndjson or when standard output is not a terminal. A status line
 (packets, connections, findings, kernel drops) is kept on stderr on a terminal. It stops on
 Ctrl-C (SIGINT/SIGTERM), after --duration or --count, and then prints the full report of
-analyze. --write saves what it captured as pcapng for a later analyze.`,
+analyze. --write saves what it captured as pcapng for a later analyze.
+
+The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
+created new with mode 0600, never through a symbolic link, and an existing file is refused
+unless --force, which replaces it with a new file (a symbolic link is refused even then).
+`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLive(cmd, &in, &rf, &lf)
@@ -61,6 +68,7 @@ analyze. --write saves what it captured as pcapng for a later analyze.`,
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
 	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
@@ -106,8 +114,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	}
 	var rec *capture.Recorder
 	if lf.write != "" {
-		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, lf.writeMaxSize); err != nil {
-			return &exitError{code: exitBadInput, err: err}
+		if warn := capture.OpenDirectory(lf.write); warn != "" {
+			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
+		}
+		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {
+			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 	}
 	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
@@ -205,6 +216,15 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		code = exitFindings
 	}
 	return finalStatus(sum, code)
+}
+
+// writeError says how to get past a --write file that exists.
+func writeError(err error) error {
+	var ee *capture.ExistsError
+	if errors.As(err, &ee) && ee.Kind == "" {
+		return fmt.Errorf("%w (use --force)", err)
+	}
+	return err
 }
 
 // liveSink streams the findings as they are made, and hands the decoder's
