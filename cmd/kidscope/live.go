@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -28,6 +29,7 @@ type liveFlags struct {
 	write        string
 	writeMaxSize int64
 	force        bool
+	user         string
 	ringMB       int
 	snaplen      int
 	metricsAddr  string
@@ -54,7 +56,11 @@ analyze. --write saves what it captured as pcapng for a later analyze.
 The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
 created new with mode 0600, never through a symbolic link, and an existing file is refused
 unless --force, which replaces it with a new file (a symbolic link is refused even then).
-`,
+
+Once the capture socket, the first --write file and --metrics-addr are open, live stops
+being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
+and file keep working; the files --write-max-size rotates to are created by that user, so
+their directory must be one it may write (live checks before it starts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLive(cmd, &in, &rf, &lf)
@@ -69,6 +75,7 @@ unless --force, which replaces it with a new file (a symbolic link is refused ev
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link)")
+	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
 	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
@@ -111,6 +118,17 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	link, err := capture.LinkTypeOf(lf.iface)
 	if err != nil {
 		return usageError(err)
+	}
+	plan, err := planDrop(lf.user, cmd.Flags().Changed("relinquish-privileges"))
+	if err != nil {
+		return usageError(err)
+	}
+	rotateIn := ""
+	if lf.write != "" && lf.writeMaxSize > 0 && plan != nil {
+		if err := plan.rotationCheck(lf.write); err != nil {
+			return usageError(err)
+		}
+		rotateIn = filepath.Dir(lf.write)
 	}
 	var rec *capture.Recorder
 	if lf.write != "" {
@@ -160,6 +178,10 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 		defer metrics.close()
 		sink.onEvent = metrics.event
+	}
+	if err := plan.drop(rotateIn); err != nil {
+		src.Close()
+		return &exitError{code: exitBadInput, err: err}
 	}
 	sink.onFinding = func(f *rules.Finding) {
 		findings++
