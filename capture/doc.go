@@ -84,5 +84,6 @@
 // and the recording of a live capture to pcapng (record.go): its files
 // hold credentials, so each is created new, mode 0600, never through a
 // symbolic link nor into a file that was there before (a forced
-// replacement is a new file renamed over the old one).
+// replacement is a new file renamed over the old one; a forced FIFO or
+// device must be root's or the process's own).
 package capture

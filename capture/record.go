@@ -45,8 +45,9 @@ type RecordOptions struct {
 	// MaxSize rotates to a new file before one would grow past it; 0 or
 	// less means one file.
 	MaxSize int64
-	// Force replaces files that exist (regular files only: a symbolic
-	// link or anything else is still refused) instead of refusing them.
+	// Force replaces regular files that exist instead of refusing them,
+	// and writes into a FIFO or character device of root's or the
+	// process's own; a symbolic link or anything else is still refused.
 	Force bool
 }
 
@@ -194,12 +195,40 @@ func createFile(name string, force bool) (*os.File, error) {
 		return nil, fmt.Errorf("write %s: %w", name, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, &ExistsError{Path: name, Kind: "a symbolic link"}
+	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice) != 0 && force:
+		return openStream(name, fi)
 	case !fi.Mode().IsRegular():
 		return nil, &ExistsError{Path: name, Kind: "not a regular file"}
 	case !force:
 		return nil, &ExistsError{Path: name}
 	}
 	return replaceFile(name)
+}
+
+// openStream opens, with force, a FIFO (to a Wireshark reading it) or a
+// character device (/dev/null) as it is: only one of root's or the
+// process's own, for another user's FIFO would hand that user the
+// capture. What is opened is checked to be what was looked at.
+func openStream(name string, fi fs.FileInfo) (*os.File, error) {
+	owner := func(fi fs.FileInfo) int {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return int(st.Uid)
+		}
+		return -1
+	}
+	if u := owner(fi); u != 0 && u != os.Geteuid() {
+		return nil, &ExistsError{Path: name, Kind: fmt.Sprintf("a FIFO or device of another user's (uid %d)", u)}
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	now, err := f.Stat()
+	if err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, fmt.Errorf("write %s: it was replaced while being opened", name)
+	}
+	return f, nil
 }
 
 // replaceFile creates a new file beside name and renames it over name. A

@@ -99,8 +99,17 @@ func TestRecorderCreate(t *testing.T) {
 			}
 			return ""
 		}},
-		{name: "fifo", force: true, wantErr: "is not a regular file", setup: func(t *testing.T, _, path string) string {
+		{name: "fifo", wantErr: "is not a regular file", setup: func(t *testing.T, _, path string) string {
 			if err := syscall.Mkfifo(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}},
+		{name: "another user's fifo, force", force: true, root: true, wantErr: "is a FIFO or device of another user's (uid 65534)", setup: func(t *testing.T, _, path string) string {
+			if err := syscall.Mkfifo(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(path, 65534, 65534); err != nil {
 				t.Fatal(err)
 			}
 			return ""
@@ -305,6 +314,50 @@ func TestRecorderRotation(t *testing.T) {
 				t.Errorf("the planted file now holds %q", got)
 			}
 		})
+	}
+}
+
+// TestRecorderStreams: with Force, a FIFO of the process's own is written
+// as it is (a reader gets the pcapng), and so is /dev/null.
+func TestRecorderStreams(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.pcapng")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(path) // until the writer closes
+		got <- string(b)
+	}()
+	r, err := NewRecorder(path, layers.LinkTypeEthernet, 65535, RecordOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, data := recordFrame(t, "through the pipe")
+	if _, _, err := r.Write(ci, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; !strings.HasPrefix(s, pcapngMagic) || !strings.Contains(s, "through the pipe") {
+		t.Errorf("the FIFO's reader got %d bytes, not the pcapng", len(s))
+	}
+	if m := modeOf(t, path); m.Type() != fs.ModeNamedPipe || m.Perm() != 0o600 {
+		t.Errorf("the FIFO became %v", m)
+	}
+	r, err = NewRecorder(os.DevNull, layers.LinkTypeEthernet, 65535, RecordOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Write(ci, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m := modeOf(t, os.DevNull); m.Perm() != 0o666 {
+		t.Errorf("%s now has mode %v", os.DevNull, m)
 	}
 }
 

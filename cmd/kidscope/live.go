@@ -55,7 +55,8 @@ analyze. --write saves what it captured as pcapng for a later analyze.
 
 The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
 created new with mode 0600, never through a symbolic link, and an existing file is refused
-unless --force, which replaces it with a new file (a symbolic link is refused even then).
+unless --force, which replaces it with a new file (a symbolic link is refused even then;
+a FIFO or character device of root's or yours, /dev/null, is written as it is).
 
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
 being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
@@ -74,7 +75,7 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
-	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link)")
+	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
 	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")

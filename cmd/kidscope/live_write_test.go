@@ -119,4 +119,14 @@ func TestLiveWriteMode(t *testing.T) {
 	if out, errOut, code := runKidscope(t, "analyze", "-o", "json", planted); code != 0 {
 		t.Errorf("analyze of the replaced file: exit %d: %s %s", code, errOut, out)
 	}
+	// /dev/null is not a regular file: refused, and written into with --force.
+	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", os.DevNull, "--duration", "1s", "-o", "json"); code != 2 || !strings.Contains(stderr, "/dev/null is not a regular file") {
+		t.Errorf("--write /dev/null: exit %d: %s", code, stderr)
+	}
+	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", os.DevNull, "--force", "--duration", "1s", "-o", "json"); code != 0 {
+		t.Errorf("--write /dev/null --force: exit %d: %s", code, stderr)
+	}
+	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 || fi.Mode().Perm() != 0o666 {
+		t.Errorf("%s is now %v (%v)", os.DevNull, fi.Mode(), err)
+	}
 }
