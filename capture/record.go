@@ -265,11 +265,11 @@ func exactMode(f *os.File, name string) error {
 	return nil
 }
 
-// OpenDirectory says why the directory a recording goes to lets other
+// UnsafeDirectory says why the directory a recording goes to lets other
 // users tamper with it, or "" when it does not: a directory every user may
 // write without the sticky bit lets anyone rename or remove the capture
 // and put another file in its place (it cannot be read: it is 0600).
-func OpenDirectory(path string) string {
+func UnsafeDirectory(path string) string {
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	if err != nil || fi.Mode().Perm()&0o002 == 0 || fi.Mode()&fs.ModeSticky != 0 {

@@ -361,7 +361,7 @@ func TestRecorderStreams(t *testing.T) {
 	}
 }
 
-func TestOpenDirectory(t *testing.T) {
+func TestUnsafeDirectory(t *testing.T) {
 	tests := []struct {
 		mode fs.FileMode
 		warn bool
@@ -380,7 +380,7 @@ func TestOpenDirectory(t *testing.T) {
 		if err := os.Chmod(dir, tt.mode); err != nil {
 			t.Fatal(err)
 		}
-		got := OpenDirectory(filepath.Join(dir, "x.pcapng"))
+		got := UnsafeDirectory(filepath.Join(dir, "x.pcapng"))
 		if (got != "") != tt.warn {
 			t.Errorf("mode %v: warning %q, want one: %v", tt.mode, got, tt.warn)
 		}

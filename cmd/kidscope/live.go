@@ -133,7 +133,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	}
 	var rec *capture.Recorder
 	if lf.write != "" {
-		if warn := capture.OpenDirectory(lf.write); warn != "" {
+		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
 		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {

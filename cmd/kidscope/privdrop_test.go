@@ -117,11 +117,11 @@ func searchableTempDir(t *testing.T) string {
 	return dir
 }
 
-// procIDs reads the Uid, Gid and Groups lines of /proc/PID/status: the
+// procIDs reads the Uid, Gid and Groups lines of a /proc status file: the
 // real, effective, saved and filesystem IDs, and the groups.
-func procIDs(t *testing.T, pid int) (uids, gids, groups string) {
+func procIDs(t *testing.T, status string) (uids, gids, groups string) {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	b, err := os.ReadFile(status)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,12 +269,19 @@ func TestLiveDropsPrivileges(t *testing.T) {
 			// Packets counted means the pipeline runs, which it does only
 			// after the drop.
 			sendUntil(t, port, url, "kidscope_packets_total", 1, stderr)
-			uids, gids, groups := procIDs(t, cmd.Process.Pid)
-			if uids != tt.wantU || gids != tt.wantG {
-				t.Errorf("live runs with Uid %q Gid %q, want %q and %q", uids, gids, tt.wantU, tt.wantG)
+			// Every thread: credentials are per thread in Linux.
+			tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", cmd.Process.Pid))
+			if err != nil || len(tasks) < 2 {
+				t.Fatalf("threads of live: %v %v", tasks, err)
 			}
-			if tt.wantU != "0 0 0 0" && strings.Contains(" "+groups+" ", " 0 ") {
-				t.Errorf("live kept root's group: Groups %q", groups)
+			for _, task := range tasks {
+				uids, gids, groups := procIDs(t, task)
+				if uids != tt.wantU || gids != tt.wantG {
+					t.Errorf("%s: Uid %q Gid %q, want %q and %q", task, uids, gids, tt.wantU, tt.wantG)
+				}
+				if tt.wantU != "0 0 0 0" && strings.Contains(" "+groups+" ", " 0 ") {
+					t.Errorf("%s kept root's group: Groups %q", task, groups)
+				}
 			}
 			stopLive(t, cmd, stdout, stderr)
 			if n := packetsIn(t, written, port); n < 1 {
