@@ -80,5 +80,10 @@
 // faulting: the frame across the cut is read with a zeroed tail, and the
 // zeros as empty records, until the next page faults.
 //
-// Live capture and the capture filter, in capture/filter, belong here too.
+// Live capture and the capture filter, in capture/filter, belong here too,
+// and the recording of a live capture to pcapng (record.go): its files
+// hold credentials, so each is created new, mode 0600, never through a
+// symbolic link nor into a file that was there before (a forced
+// replacement is a new file renamed over the old one; a forced FIFO or
+// device must be root's or the process's own).
 package capture

@@ -2,9 +2,13 @@ package capture
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -15,11 +19,18 @@ import (
 // the evidence can be analysed again later. With a size limit it rotates:
 // x.pcapng, then x-2.pcapng, x-3.pcapng, …; frame numbers restart in each
 // file, as Wireshark counts them.
+//
+// The files hold whatever crossed the wire, SASL/PLAIN passwords included,
+// and live creates them as root in directories other users may write
+// (/var/tmp): each is created new, mode 0600 whatever the umask, and never
+// through a symbolic link or into a file someone else made beforehand
+// (createFile).
 type Recorder struct {
 	base    string
 	link    layers.LinkType
 	snaplen int
 	max     int64
+	force   bool
 	index   int // of the file being written, from 0
 	frame   int64
 	f       *os.File
@@ -29,9 +40,20 @@ type Recorder struct {
 	names   []string
 }
 
-// NewRecorder creates the first file. maxSize <= 0 means one file.
-func NewRecorder(path string, link layers.LinkType, snaplen int, maxSize int64) (*Recorder, error) {
-	r := &Recorder{base: path, link: link, snaplen: snaplen, max: maxSize}
+// RecordOptions configure a Recorder.
+type RecordOptions struct {
+	// MaxSize rotates to a new file before one would grow past it; 0 or
+	// less means one file.
+	MaxSize int64
+	// Force replaces regular files that exist instead of refusing them,
+	// and writes into a FIFO or character device of root's or the
+	// process's own; a symbolic link or anything else is still refused.
+	Force bool
+}
+
+// NewRecorder creates the first file.
+func NewRecorder(path string, link layers.LinkType, snaplen int, opt RecordOptions) (*Recorder, error) {
+	r := &Recorder{base: path, link: link, snaplen: snaplen, max: opt.MaxSize, force: opt.Force}
 	if err := r.open(); err != nil {
 		return nil, err
 	}
@@ -53,9 +75,9 @@ func (r *Recorder) name(i int) string {
 
 func (r *Recorder) open() error {
 	name := r.name(r.index)
-	f, err := os.Create(name)
+	f, err := createFile(name, r.force)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return err
 	}
 	r.f, r.bw = f, bufio.NewWriterSize(f, 1<<20)
 	r.w, err = pcapgo.NewNgWriterInterface(r.bw, pcapgo.NgInterface{
@@ -127,3 +149,131 @@ func (r *Recorder) Flush() error {
 
 // Close finishes the current file.
 func (r *Recorder) Close() error { return r.closeFile() }
+
+// ExistsError is createFile's error for a file that is there already and
+// may not be replaced.
+type ExistsError struct {
+	Path string
+	// Why it may not be replaced: empty for a regular file (Force would
+	// replace it), else what it is.
+	Kind string
+}
+
+func (e *ExistsError) Error() string {
+	if e.Kind != "" {
+		return fmt.Sprintf("%s is %s: refusing to write there", e.Path, e.Kind)
+	}
+	return fmt.Sprintf("%s exists: refusing to overwrite it", e.Path)
+}
+
+// Is makes errors.Is(err, fs.ErrExist) true.
+func (e *ExistsError) Is(target error) bool { return target == fs.ErrExist }
+
+// createFile creates name for writing, mode 0600. O_EXCL makes the kernel
+// refuse a name that exists, a symbolic link (dangling or not) included,
+// so a link or a file planted by another user is never written through;
+// O_NOFOLLOW says the same for the last component should O_EXCL ever be
+// dropped. With force, an existing regular file is replaced by a new one
+// renamed over it: the old inode, which another user may own, hold open or
+// have hard-linked elsewhere, is never opened or truncated.
+func createFile(name string, force bool) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err == nil {
+		if err := exactMode(f, name); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, err
+		}
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	fi, lerr := os.Lstat(name)
+	switch {
+	case lerr != nil:
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, &ExistsError{Path: name, Kind: "a symbolic link"}
+	case fi.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice) != 0 && force:
+		return openStream(name, fi)
+	case !fi.Mode().IsRegular():
+		return nil, &ExistsError{Path: name, Kind: "not a regular file"}
+	case !force:
+		return nil, &ExistsError{Path: name}
+	}
+	return replaceFile(name)
+}
+
+// openStream opens, with force, a FIFO (to a Wireshark reading it) or a
+// character device (/dev/null) as it is: only one of root's or the
+// process's own, for another user's FIFO would hand that user the
+// capture. What is opened is checked to be what was looked at.
+func openStream(name string, fi fs.FileInfo) (*os.File, error) {
+	owner := func(fi fs.FileInfo) int {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return int(st.Uid)
+		}
+		return -1
+	}
+	if u := owner(fi); u != 0 && u != os.Geteuid() {
+		return nil, &ExistsError{Path: name, Kind: fmt.Sprintf("a FIFO or device of another user's (uid %d)", u)}
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", name, err)
+	}
+	now, err := f.Stat()
+	if err != nil || !os.SameFile(fi, now) {
+		f.Close()
+		return nil, fmt.Errorf("write %s: it was replaced while being opened", name)
+	}
+	return f, nil
+}
+
+// replaceFile creates a new file beside name and renames it over name. A
+// rename replaces the directory entry, whatever it has become since it was
+// looked at (a symbolic link too), and follows nothing.
+func replaceFile(name string) (*os.File, error) {
+	dir, base := filepath.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*") // O_EXCL, 0600
+	if err != nil {
+		return nil, fmt.Errorf("replace %s: %w", name, err)
+	}
+	if err := exactMode(f, name); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("replace %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// exactMode sets 0600 on a file just created: the umask may have left it
+// narrower (0400 under umask 0277), and nothing wider is wanted.
+func exactMode(f *os.File, name string) error {
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return nil
+}
+
+// UnsafeDirectory says why the directory a recording goes to lets other
+// users tamper with it, or "" when it does not: a directory every user may
+// write without the sticky bit lets anyone rename or remove the capture
+// and put another file in its place (it cannot be read: it is 0600).
+func UnsafeDirectory(path string) string {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o002 == 0 || fi.Mode()&fs.ModeSticky != 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s is writable by every user and has no sticky bit: anyone may remove or replace the capture files there", dir)
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
@@ -26,6 +28,8 @@ type liveFlags struct {
 	count        int64
 	write        string
 	writeMaxSize int64
+	force        bool
+	user         string
 	ringMB       int
 	snaplen      int
 	metricsAddr  string
@@ -47,7 +51,17 @@ Kafka and prints each finding as it is made: a line of text on a terminal, an nd
 "finding" object when -o ndjson or when standard output is not a terminal. A status line
 (packets, connections, findings, kernel drops) is kept on stderr on a terminal. It stops on
 Ctrl-C (SIGINT/SIGTERM), after --duration or --count, and then prints the full report of
-analyze. --write saves what it captured as pcapng for a later analyze.`,
+analyze. --write saves what it captured as pcapng for a later analyze.
+
+The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
+created new with mode 0600, never through a symbolic link, and an existing file is refused
+unless --force, which replaces it with a new file (a symbolic link is refused even then;
+a FIFO or character device of root's or yours, /dev/null, is written as it is).
+
+Once the capture socket, the first --write file and --metrics-addr are open, live stops
+being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
+and file keep working; the files --write-max-size rotates to are created by that user, so
+their directory must be one it may write (live checks before it starts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLive(cmd, &in, &rf, &lf)
@@ -61,6 +75,8 @@ analyze. --write saves what it captured as pcapng for a later analyze.`,
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
+	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
 	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
@@ -104,10 +120,24 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
+	plan, err := planDrop(lf.user, cmd.Flags().Changed("relinquish-privileges"))
+	if err != nil {
+		return usageError(err)
+	}
+	rotateIn := ""
+	if lf.write != "" && lf.writeMaxSize > 0 && plan != nil {
+		if err := plan.rotationCheck(lf.write); err != nil {
+			return usageError(err)
+		}
+		rotateIn = filepath.Dir(lf.write)
+	}
 	var rec *capture.Recorder
 	if lf.write != "" {
-		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, lf.writeMaxSize); err != nil {
-			return &exitError{code: exitBadInput, err: err}
+		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
+			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
+		}
+		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {
+			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 	}
 	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
@@ -149,6 +179,10 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 		defer metrics.close()
 		sink.onEvent = metrics.event
+	}
+	if err := plan.drop(rotateIn); err != nil {
+		src.Close()
+		return &exitError{code: exitBadInput, err: err}
 	}
 	sink.onFinding = func(f *rules.Finding) {
 		findings++
@@ -205,6 +239,15 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		code = exitFindings
 	}
 	return finalStatus(sum, code)
+}
+
+// writeError says how to get past a --write file that exists.
+func writeError(err error) error {
+	var ee *capture.ExistsError
+	if errors.As(err, &ee) && ee.Kind == "" {
+		return fmt.Errorf("%w (use --force)", err)
+	}
+	return err
 }
 
 // liveSink streams the findings as they are made, and hands the decoder's
