@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -312,3 +313,59 @@ func TestBodyBudgetLongHeaders(t *testing.T) {
 		}
 	}
 }
+
+// The client IDs a connection's pending requests hold are capped: one ID
+// shared by all its requests costs its length once, distinct long ones
+// evict the oldest requests, counted.
+func TestPendingClientIDBytes(t *testing.T) {
+	long := func(i int) string { return fmt.Sprintf("%05d", i) + strings.Repeat("x", 32000) }
+	for _, tc := range []struct {
+		name    string
+		id      func(i int) string
+		evicted int64
+	}{
+		{"same", func(int) string { return long(0) }, 0},
+		{"distinct", long, 100 - maxPendingIDBytes/32005},
+	} {
+		c := NewConn(Options{})
+		w := &wire{}
+		for i := range 100 {
+			w.request(18, 3, int32(i), tc.id(i), nil, &kmsg.ApiVersionsRequest{ClientSoftwareName: "c", ClientSoftwareVersion: "1"})
+		}
+		feed(c, w, [2][]int{})
+		ids := 0
+		seen := map[*byte]bool{}
+		for _, e := range c.pending.list {
+			if p := unsafeStringData(e.req.h.ClientID); !seen[p] {
+				seen[p] = true
+				ids += len(e.req.h.ClientID)
+			}
+		}
+		if ids != c.pending.idBytes || ids > maxPendingIDBytes {
+			t.Errorf("%s: pending requests hold %d bytes of client IDs, counted %d (cap %d)", tc.name, ids, c.pending.idBytes, maxPendingIDBytes)
+		}
+		if c.cnt.PendingEvicted != tc.evicted {
+			t.Errorf("%s: %d evicted, want %d", tc.name, c.cnt.PendingEvicted, tc.evicted)
+		}
+	}
+}
+
+// The event list kept between calls is capped: a chunk of thousands of
+// tiny frames does not leave a long list behind.
+func TestEventListNotKept(t *testing.T) {
+	sc := new(Scratch)
+	c := NewConn(Options{Scratch: sc, MaxPending: 1 << 20})
+	w := &wire{}
+	for i := range 10000 {
+		w.request(18, 0, int32(i), "", nil, nil)
+	}
+	evs := c.Feed(kafka.ToBroker, w.side[kafka.ToBroker], []kafka.Span{{End: len(w.side[kafka.ToBroker]), At: kafka.FrameRef{Frame: 1}}})
+	if len(evs) != 10000 {
+		t.Fatalf("%d events", len(evs))
+	}
+	if cap(sc.events) > maxKeptEvents {
+		t.Errorf("the Scratch keeps a list of %d events", cap(sc.events))
+	}
+}
+
+func unsafeStringData(s string) *byte { return unsafe.StringData(s) }

@@ -247,8 +247,11 @@ func (c *Conn) begin() {
 	c.events = c.events[:0]
 }
 
-// end hands the event list back to the scratch.
+// end hands the event list back to the scratch, unless it grew long.
 func (c *Conn) end() {
+	if cap(c.events) > maxKeptEvents {
+		c.events = nil // the caller has the events; the next call starts a short list
+	}
 	if c.opt.Scratch != nil {
 		c.opt.Scratch.events = c.events
 		c.events = nil
@@ -326,6 +329,11 @@ type memo struct {
 	answer  Answer // Metadata: its nested codes
 	set     bool
 }
+
+// maxKeptEvents caps the event list kept between calls: a chunk of
+// thousands of frames of a few bytes makes one long list, which would
+// otherwise be kept for the run at over 400 bytes an event.
+const maxKeptEvents = 4096
 
 // maxMemo is the largest body kept in a memo.
 const maxMemo = 4 << 10
@@ -931,6 +939,10 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 		c.cnt.UnknownAPI++
 	}
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
+		if h.ClientID == c.clientID {
+			h.ClientID = c.clientID // one copy for all the connection's requests
+			m.Request.ClientID = h.ClientID
+		}
 		c.clientID, c.knowsClientID = h.ClientID, true
 	}
 	if wantsBody(h.APIKey) && h.Known && m.BodyErr == nil && len(f.buf) == f.size {
@@ -946,9 +958,9 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 	watched := c.ids.marks(&h)
 	if m.NoResponse {
 		c.cnt.NoResponse++
-	} else if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w, answer: watched}, c.opt.MaxPending); evicted {
-		c.cnt.PendingEvicted++
-		c.cnt.Unanswered++
+	} else if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w, answer: watched}, c.opt.MaxPending); evicted > 0 {
+		c.cnt.PendingEvicted += int64(evicted)
+		c.cnt.Unanswered += int64(evicted)
 	}
 	c.events = append(c.events, Event{Kind: EventRequest, Side: kafka.ToBroker, At: w, Msg: m})
 }

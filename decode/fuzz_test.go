@@ -115,8 +115,8 @@ func FuzzConn(f *testing.F) {
 			if budget.used != int64(kept) || kept > int(budget.Max)+2*minScanKeep {
 				t.Fatalf("budget counts %d of %d, the scans hold %d", budget.used, budget.Max, kept)
 			}
-			if c.pending.len() > 16 {
-				t.Fatalf("%d pending over the cap", c.pending.len())
+			if c.pending.len() > 16 || c.pending.idBytes > maxPendingIDBytes {
+				t.Fatalf("%d pending, %d bytes of client IDs, over the caps", c.pending.len(), c.pending.idBytes)
 			}
 			if charged, counted := held([]*Conn{c}); charged != bodies.used || counted != charged || bodies.used > bodies.Max {
 				t.Fatalf("frame buffers hold %d over frameFree, framers count %d, the body budget %d of %d", charged, counted, bodies.used, bodies.Max)
