@@ -33,6 +33,7 @@ type inputFlags struct {
 	workers        int
 	memoryLimit    string
 	resyncBuffer   string
+	bodyBuffer     string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -49,6 +50,8 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
 	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "64MiB",
 		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most)")
+	fl.StringVar(&f.bodyBuffer, "max-body-buffer", fmt.Sprintf("%dMiB", pipeline.DefaultBodyBytes>>20),
+		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
@@ -143,6 +146,10 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 	if err != nil || resync == 0 {
 		return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
 	}
+	bodies, err := size.Parse(f.bodyBuffer)
+	if err != nil || bodies == 0 {
+		return opt, form, fmt.Errorf("--max-body-buffer %q: want a size such as 32MiB", f.bodyBuffer)
+	}
 	flt, err := f.captureFilter()
 	if err != nil {
 		return opt, form, err
@@ -152,6 +159,7 @@ func (f *inputFlags) options(files []string) (pipeline.Options, report.UUIDForm,
 		Filter:      flt,
 		Workers:     f.workers,
 		ResyncBytes: resync,
+		BodyBytes:   bodies,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame)},
