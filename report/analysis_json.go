@@ -63,6 +63,8 @@ type summaryJSON struct {
 	ConnectionsDropped int64   `json:"connections_dropped"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
+	// Bodies not decoded, over --max-body-buffer.
+	BodiesSkippedBudget int64 `json:"bodies_skipped_budget"`
 	// What the report's caps left out (a long live run).
 	DroppedConnections int64    `json:"dropped_connections"`
 	DroppedFindings    int64    `json:"dropped_findings"`
@@ -328,6 +330,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,
 	}
+	j.BodiesSkippedBudget = s.BodiesSkippedBudget
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
 	}
