@@ -285,6 +285,7 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
 	extra(s.Reassembly.ConnectionsDropped, "connection over --max-connections", "connections over --max-connections")
 	extra(s.BodiesSkippedBudget, "body not decoded: over --max-body-buffer", "bodies not decoded: over --max-body-buffer")
+	extra(s.BodiesSkippedTooLarge, "body not decoded: too large", "bodies not decoded: too large")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line
