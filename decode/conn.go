@@ -18,8 +18,9 @@ type Options struct {
 	// sizes are a desynchronisation (default 100 MiB, the broker's
 	// socket.request.max.bytes).
 	MaxFrameSize int32
-	// MaxBodySize is the largest body of an API the rules read that is
-	// buffered and decoded (default 8 MiB); larger ones are passed over.
+	// MaxBodySize is the largest body of an API the rules read, or of an
+	// answer decoded in full, that is buffered and decoded (default 4 MiB,
+	// defaultMaxBodySize); larger ones are passed over and counted.
 	MaxBodySize int
 	// MaxPending is how many requests may await their responses (default
 	// 1024); older ones are forgotten first and counted.
@@ -41,7 +42,52 @@ type Options struct {
 	// ScanBudget, when set, caps the bytes all the lost sides of the Conns
 	// sharing it keep together (MaxScan still caps each side).
 	ScanBudget *ScanBudget
+	// BodyBudget, when set, caps the bytes the frames in progress of the
+	// Conns sharing it buffer together (MaxBodySize still caps each body).
+	// Without it each Conn has a budget of its own, of two bodies.
+	BodyBudget *BodyBudget
 }
+
+// defaultMaxBodySize is Options.MaxBodySize when it is not set. The bodies
+// read are small but for three: a PushTelemetry carries metrics up to the
+// broker's telemetry.max.bytes (1 MiB by default), a JoinGroup request
+// carries a consumer's subscription for each protocol it offers (tens of
+// bytes a topic: hundreds of KiB for thousands of topics), and the
+// JoinGroup response to a group's leader carries every member's. 4 MiB
+// takes the first two with room for raised broker settings and the third
+// for groups of dozens of such members; a leader's answer in a larger
+// group is passed over and counted, and its top-level error code, at a
+// fixed offset, is still read.
+const defaultMaxBodySize = 4 << 20
+
+// BodyBudget is how many bytes the frames in progress of many connections
+// may buffer in all: the bodies the rules read and the answers decoded in
+// full, each kept whole until its last byte, and headers that run long. A
+// capture with thousands of connections, each inside a large body whose
+// rest never comes, would otherwise hold up to MaxBodySize for each. A
+// frame is charged for what it has buffered, not for the size it declares:
+// a connection holds budget for the bytes it sent, and one that declares
+// megabytes and sends little holds little. A body the budget cannot take
+// (up front, when its declared size exceeds what is free; or midway, when
+// others took the rest) is passed over by its size like a body over
+// MaxBodySize, its message says why (BodyErr) and BodiesSkippedBudget
+// counts it; its header still makes its event. Besides the budget each
+// frame in progress holds at most frameFree bytes. Like ScanBudget, it is
+// for Conns used by one goroutine.
+type BodyBudget struct {
+	Max  int64
+	used int64
+}
+
+// Used returns the bytes charged to the budget now.
+func (b *BodyBudget) Used() int64 { return b.used }
+
+// frameFree is how much of a frame's buffer is not charged to the body
+// budget: more than the 96 bytes first collected of a request, so that no
+// header a client really sends is refused when the budget is spent, and
+// small enough that the frames in progress of 100,000 connections hold
+// little beyond it.
+const frameFree = 1 << 10
 
 // ScanBudget is how many bytes the lost sides of many connections may keep
 // in all while they look for a frame start: a capture that begins while
@@ -65,7 +111,7 @@ func (o Options) withDefaults() Options {
 		o.MaxFrameSize = 100 << 20
 	}
 	if o.MaxBodySize <= 0 {
-		o.MaxBodySize = 8 << 20
+		o.MaxBodySize = defaultMaxBodySize
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 1024
@@ -92,7 +138,11 @@ type Counters struct {
 	SASLTokens            int64
 	PendingEvicted        int64
 	BodiesSkippedTooLarge int64
-	NoResponse            int64 // requests that get no response by design (Produce with acks = 0)
+	// BodiesSkippedBudget counts bodies passed over because the body
+	// budget (Options.BodyBudget) could not take them, and response
+	// headers too long for it.
+	BodiesSkippedBudget int64
+	NoResponse          int64 // requests that get no response by design (Produce with acks = 0)
 }
 
 // Conn decodes the Kafka traffic of one TCP connection, both sides. Feed it
@@ -122,6 +172,9 @@ type Conn struct {
 // NewConn returns the decoder of one connection.
 func NewConn(opt Options) *Conn {
 	c := &Conn{opt: opt.withDefaults()}
+	if c.opt.BodyBudget == nil {
+		c.opt.BodyBudget = &BodyBudget{Max: 2 * int64(c.opt.MaxBodySize)}
+	}
 	c.side[kafka.ToBroker].side = kafka.ToBroker
 	c.side[kafka.ToClient].side = kafka.ToClient
 	return c
@@ -148,14 +201,14 @@ func (c *Conn) Start(s kafka.Direction, midStream bool) {
 	f := &c.side[s]
 	f.midStart = midStream
 	if midStream {
-		f.lose()
+		c.lose(f)
 	}
 }
 
 // Lost tells the decoder that n bytes of a side are missing: framing is
 // resynchronised on the bytes that follow.
 func (c *Conn) Lost(s kafka.Direction) {
-	c.side[s].lose()
+	c.lose(&c.side[s])
 	c.accountScan()
 }
 
@@ -194,8 +247,11 @@ func (c *Conn) begin() {
 	c.events = c.events[:0]
 }
 
-// end hands the event list back to the scratch.
+// end hands the event list back to the scratch, unless it grew long.
 func (c *Conn) end() {
+	if cap(c.events) > maxKeptEvents {
+		c.events = nil // the caller has the events; the next call starts a short list
+	}
 	if c.opt.Scratch != nil {
 		c.opt.Scratch.events = c.events
 		c.events = nil
@@ -205,6 +261,7 @@ func (c *Conn) end() {
 		// nothing is scanned.
 		for s := range c.side {
 			c.side[s].lostState = nil
+			c.resetFrame(&c.side[s])
 		}
 	}
 	c.accountScan()
@@ -273,6 +330,11 @@ type memo struct {
 	set     bool
 }
 
+// maxKeptEvents caps the event list kept between calls: a chunk of
+// thousands of frames of a few bytes makes one long list, which would
+// otherwise be kept for the run at over 400 bytes an event.
+const maxKeptEvents = 4096
+
 // maxMemo is the largest body kept in a memo.
 const maxMemo = 4 << 10
 
@@ -321,7 +383,10 @@ func (c *Conn) Finish() []Event {
 	c.cnt.Unanswered += int64(c.pending.len())
 	c.pending.clear()
 	for s := range c.side {
-		c.side[s].lostState = nil // the connection is over; end gives its scan back to the budget
+		// The connection is over: end gives its scan back to the scan
+		// budget, and resetFrame its frame buffer to the body budget.
+		c.side[s].lostState = nil
+		c.resetFrame(&c.side[s])
 	}
 	return c.events
 }
@@ -342,10 +407,15 @@ type framer struct {
 	got     int    // bytes of the current frame consumed after the size
 	want    int    // bytes of the frame to collect into buf before parsing further
 	buf     []byte // the collected prefix (or whole) of the current frame
-	headed  bool   // the header is parsed; msg holds it; the rest is skipped or collected
-	kind    EventKind
-	msg     *Message // the frame in progress (nil between frames: thousands of connections)
-	answer  bool     // the response in progress is decoded in full for its error codes
+	// bufCounted is the part of cap(buf) the BodyBudget counts.
+	bufCounted int64
+	// headKeep, while a body is collected (want is the frame's size), is
+	// the prefix of buf to keep if the budget makes it give the body up.
+	headKeep int
+	headed   bool // the header is parsed; msg holds it; the rest is skipped or collected
+	kind     EventKind
+	msg      *Message // the frame in progress (nil between frames: thousands of connections)
+	answer   bool     // the response in progress is decoded in full for its error codes
 	// needed: its codes were asked for (a watched request, AllAnswers), so
 	// a body that does not decode is malformed; a small answer decoded
 	// only because it is cheap keeps its top-level code silently.
@@ -370,10 +440,12 @@ type lostState struct {
 	waits     []int // scan positions of candidates waiting for evidence
 }
 
-func (f *framer) lose() {
+// lose starts a resynchronisation of side f: the frame in progress is
+// given up, and its buffer with it.
+func (c *Conn) lose(f *framer) {
+	c.dropBuf(f)
 	f.lost = true
-	f.nSize, f.got, f.headed = 0, 0, false
-	f.buf = f.buf[:0]
+	f.nSize, f.got, f.headed, f.headKeep = 0, 0, false, 0
 	if f.lostState == nil {
 		f.lostState = new(lostState)
 	}
@@ -395,7 +467,7 @@ func (f *framer) clearScan() {
 // that a frame costs no allocation; a buffer grown for a large body is let
 // go.
 func (c *Conn) resetFrame(f *framer) {
-	f.nSize, f.got, f.headed = 0, 0, false
+	f.nSize, f.got, f.headed, f.headKeep = 0, 0, false, 0
 	if s := c.opt.Scratch; s != nil {
 		if f.msg != nil && len(s.msgs) < maxSpare {
 			*f.msg = Message{}
@@ -405,9 +477,90 @@ func (c *Conn) resetFrame(f *framer) {
 			s.bufs = append(s.bufs, f.buf[:0])
 		}
 	}
-	f.buf = nil
+	c.dropBuf(f)
 	f.msg = nil
 	f.answer, f.needed = false, false
+}
+
+// charge makes the body budget count a frame buffer of capacity n for f,
+// and reports whether it could; when it could not, nothing changed.
+func (c *Conn) charge(f *framer, n int) bool {
+	b := c.opt.BodyBudget
+	want := int64(max(0, n-frameFree))
+	d := want - f.bufCounted
+	if d > 0 && b.used+d > b.Max {
+		return false
+	}
+	b.used += d
+	f.bufCounted = want
+	return true
+}
+
+// dropBuf lets f's frame buffer go, and gives its charge back.
+func (c *Conn) dropBuf(f *framer) {
+	f.buf = nil
+	c.charge(f, 0)
+}
+
+// budgetFree is how many bytes of the body budget f could hold in all.
+func (c *Conn) budgetFree(f *framer) int64 {
+	b := c.opt.BodyBudget
+	return b.Max - b.used + f.bufCounted
+}
+
+// room readies f.buf to take n more bytes, within the body budget. It
+// grows by doubling up to what is wanted of the frame, so that a body's
+// buffer holds about what was sent of it, not the size it declares.
+func (c *Conn) room(f *framer, n int) bool {
+	need := len(f.buf) + n
+	if need <= cap(f.buf) {
+		return true
+	}
+	size := min(max(need, 2*cap(f.buf), 512), max(f.want, need))
+	if !c.charge(f, size) {
+		return false
+	}
+	b := make([]byte, len(f.buf), size)
+	copy(b, f.buf)
+	f.buf = b
+	return true
+}
+
+// noRoom deals with a frame whose buffer the body budget cannot grow. A
+// body is passed over by its size, its head kept; a request header that
+// long cannot be read, and framing is lost as for a bad one; a response
+// header's tagged fields are passed over with the rest of the frame.
+func (c *Conn) noRoom(f *framer) {
+	switch {
+	case f.headKeep > 0:
+		keep := min(len(f.buf), f.headKeep)
+		head := make([]byte, keep) // no larger than buf: its charge can only fall
+		copy(head, f.buf)
+		f.buf = head
+		c.charge(f, cap(head))
+		f.want, f.headKeep = keep, 0
+		f.answer = false
+		c.budgetSkip(f)
+	case f.side == kafka.ToClient && f.msg != nil:
+		c.budgetSkip(f)
+		f.want, f.headed = len(f.buf), true
+	default:
+		c.malformed(f, f.lastAt, fmt.Errorf("%s header over %d bytes: the body budget cannot hold it", f.side.Carries(), len(f.buf)))
+		c.loseWith(f, f.rawSoFar())
+	}
+}
+
+// budgetSkip marks the frame's body as passed over for the body budget.
+func (c *Conn) budgetSkip(f *framer) {
+	c.cnt.BodiesSkippedBudget++
+	f.msg.BodyErr = fmt.Errorf("body of %d bytes not decoded: the body budget of %d bytes is spent", f.size, c.opt.BodyBudget.Max)
+}
+
+// bodyFits reports whether a body of the frame's declared size could be
+// buffered with the budget as it is: one that could not is passed over
+// at once, rather than buffered until the budget runs out.
+func (c *Conn) bodyFits(f *framer) bool {
+	return int64(f.size-frameFree) <= c.budgetFree(f)
 }
 
 // newMessage returns an empty message for a frame: a spare one when the
@@ -429,6 +582,9 @@ func (c *Conn) frameBuf(f *framer) []byte {
 	}
 	if s := c.opt.Scratch; s != nil && len(s.bufs) > 0 {
 		b := s.bufs[len(s.bufs)-1]
+		if !c.charge(f, cap(b)) {
+			return nil
+		}
 		s.bufs = s.bufs[:len(s.bufs)-1]
 		return b
 	}
@@ -521,6 +677,10 @@ func (c *Conn) frameBytes(f *framer, b []byte, spans []kafka.Span) {
 			// Collect up to want; before the header is known, consume no
 			// more than that, so a bad header can be rescanned whole.
 			k = min(k, f.want-len(f.buf))
+			if !c.room(f, k) {
+				c.noRoom(f)
+				continue
+			}
 			f.buf = append(f.buf, b[off:off+k]...)
 		}
 		f.got += k
@@ -569,7 +729,7 @@ func shiftSpans(spans []kafka.Span, off int) []kafka.Span {
 // already taken from the stream that must be looked at again).
 func (c *Conn) loseWith(f *framer, seen []byte) {
 	keepAt := f.lastAt
-	f.lose()
+	c.lose(f)
 	f.scan = append(f.scan, seen...)
 	f.marks = append(f.marks, kafka.Span{End: len(f.scan), At: keepAt})
 	if over := len(f.scan) - c.scanLimit(f); over > 0 {
@@ -653,11 +813,14 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 	f.msg.Size, f.msg.Request, f.msg.NoResponse = int32(f.size), h, noResponse
 	f.headed = true
 	if wantsBody(h.APIKey) && h.Known {
-		if f.size <= c.opt.MaxBodySize {
-			f.want = f.size
-		} else {
+		switch {
+		case f.size > c.opt.MaxBodySize:
 			c.cnt.BodiesSkippedTooLarge++
 			f.msg.BodyErr = fmt.Errorf("body of %d bytes not decoded (over %d)", f.size, c.opt.MaxBodySize)
+		case !c.bodyFits(f):
+			c.budgetSkip(f)
+		default:
+			f.want, f.headKeep = f.size, n
 		}
 	}
 	return true
@@ -716,11 +879,14 @@ func (c *Conn) parseResponseHead(f *framer) bool {
 			want = max(want, min(f.size, 4+hv+off+2))
 		}
 		if (wantsBody(p.h.APIKey) || f.answer) && p.h.Known {
-			if f.size <= c.opt.MaxBodySize {
-				want = f.size
-			} else {
+			switch {
+			case f.size > c.opt.MaxBodySize:
 				c.cnt.BodiesSkippedTooLarge++
 				f.msg.BodyErr = fmt.Errorf("body of %d bytes not decoded (over %d)", f.size, c.opt.MaxBodySize)
+			case !c.bodyFits(f):
+				c.budgetSkip(f)
+			default:
+				f.headKeep, want = want, f.size
 			}
 		}
 		f.want = max(want, 4)
@@ -773,6 +939,10 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 		c.cnt.UnknownAPI++
 	}
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
+		if h.ClientID == c.clientID {
+			h.ClientID = c.clientID // one copy for all the connection's requests
+			m.Request.ClientID = h.ClientID
+		}
 		c.clientID, c.knowsClientID = h.ClientID, true
 	}
 	if wantsBody(h.APIKey) && h.Known && m.BodyErr == nil && len(f.buf) == f.size {
@@ -788,9 +958,9 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 	watched := c.ids.marks(&h)
 	if m.NoResponse {
 		c.cnt.NoResponse++
-	} else if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w, answer: watched}, c.opt.MaxPending); evicted {
-		c.cnt.PendingEvicted++
-		c.cnt.Unanswered++
+	} else if evicted := c.pending.add(h.CorrelationID, pendingReq{h: h, at: w, answer: watched}, c.opt.MaxPending); evicted > 0 {
+		c.cnt.PendingEvicted += int64(evicted)
+		c.cnt.Unanswered += int64(evicted)
 	}
 	c.events = append(c.events, Event{Kind: EventRequest, Side: kafka.ToBroker, At: w, Msg: m})
 }
@@ -941,5 +1111,6 @@ func (c *Counters) Add(o Counters) {
 	c.SASLTokens += o.SASLTokens
 	c.PendingEvicted += o.PendingEvicted
 	c.BodiesSkippedTooLarge += o.BodiesSkippedTooLarge
+	c.BodiesSkippedBudget += o.BodiesSkippedBudget
 	c.NoResponse += o.NoResponse
 }

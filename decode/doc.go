@@ -15,6 +15,16 @@
 // the body. Headers and framing are written here: kmsg has no reader for a
 // stream that starts mid-message or loses bytes.
 //
+// What a connection holds does not grow with what it sends. A frame is
+// buffered as far as its header, but for the bodies the rules read and the
+// answers decoded in full, which are collected whole: each up to
+// MaxBodySize, all the frames of the Conns sharing a BodyBudget (one
+// goroutine's) within it, charged for what they buffered rather than the
+// size they declare. A body that does not fit is not decoded, but counted
+// (BodiesSkippedBudget), and its header still makes its event. A lost side
+// keeps at most MaxScan bytes, all of them a ScanBudget; at most MaxPending
+// requests await answers, holding at most 64 KiB of client IDs.
+//
 // The package is pure: bytes in, values out. It knows nothing of sockets,
 // files, clocks or rules, keeps no global mutable state and starts no
 // goroutines, which is what makes it fast to test and safe to fuzz.

@@ -57,11 +57,30 @@ func FuzzConn(f *testing.F) {
 	f.Add(client, broker, uint16(100), true)
 	f.Add(client[37:], broker[11:], uint16(7), false)
 	f.Add([]byte{0x16, 3, 1, 0, 5}, []byte{}, uint16(1), false)
+	// Hostile shapes: bodies larger than the body budget, whole or cut
+	// short; a header whose tagged field claims megabytes; a Produce whose
+	// transactional ID does; an answer to a leader with many members.
+	join := joinGroupFrame(0, "c", 60<<10)
+	f.Add(join, []byte{}, uint16(300), false)
+	f.Add(join[:45<<10], []byte{}, uint16(511), false)
+	f.Add(append(client[:37], join[:20<<10]...), broker, uint16(64), false)
+	longTag := []byte{0, 0x80, 0, 0, 0, 68, 0, 0, 0, 0, 0, 1, 0, 1, 'c', 1, 7, 0x80, 0x80, 0x20}
+	f.Add(append(longTag, make([]byte, 40<<10)...), []byte{}, uint16(200), false)
+	txn := []byte{0, 0x80, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 1, 'c', 0, 0x80, 0x80, 0x20}
+	f.Add(append(txn, make([]byte, 40<<10)...), []byte{}, uint16(100), false)
+	lw := &wire{}
+	lw.request(11, 9, 5, "c", nil, &kmsg.JoinGroupRequest{Group: "g", ProtocolType: "consumer"})
+	lw.response(11, 9, 5, &kmsg.JoinGroupResponse{ErrorCode: 79, MemberID: "m-1", Members: []kmsg.JoinGroupResponseMember{
+		{MemberID: "a", ProtocolMetadata: make([]byte, 30<<10)}, {MemberID: "b", ProtocolMetadata: make([]byte, 30<<10)}}})
+	f.Add(lw.side[kafka.ToBroker], lw.side[kafka.ToClient], uint16(509), false)
 	f.Fuzz(func(t *testing.T, client, broker []byte, step uint16, midStream bool) {
 		const maxScan = 4096
 		// The budget is under one side's cap: both sides share it.
 		budget := &ScanBudget{Max: 3000}
-		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget, AllAnswers: step&1 == 1})
+		// The body budget is under one body's cap, so that both refuse.
+		bodies := &BodyBudget{Max: 48 << 10}
+		c := NewConn(Options{MaxScan: maxScan, MaxPending: 16, MaxBodySize: 64 << 10, ScanBudget: budget, BodyBudget: bodies,
+			AllAnswers: step&1 == 1})
 		c.Start(kafka.ToBroker, midStream)
 		c.Start(kafka.ToClient, midStream)
 		n := int(step%512) + 1
@@ -96,13 +115,19 @@ func FuzzConn(f *testing.F) {
 			if budget.used != int64(kept) || kept > int(budget.Max)+2*minScanKeep {
 				t.Fatalf("budget counts %d of %d, the scans hold %d", budget.used, budget.Max, kept)
 			}
-			if c.pending.len() > 16 {
-				t.Fatalf("%d pending over the cap", c.pending.len())
+			if c.pending.len() > 16 || c.pending.idBytes > maxPendingIDBytes {
+				t.Fatalf("%d pending, %d bytes of client IDs, over the caps", c.pending.len(), c.pending.idBytes)
+			}
+			if charged, counted := held([]*Conn{c}); charged != bodies.used || counted != charged || bodies.used > bodies.Max {
+				t.Fatalf("frame buffers hold %d over frameFree, framers count %d, the body budget %d of %d", charged, counted, bodies.used, bodies.Max)
 			}
 		}
 		c.Finish()
 		if budget.used != 0 {
 			t.Fatalf("a finished connection still counts %d bytes of the budget", budget.used)
+		}
+		if bodies.used != 0 {
+			t.Fatalf("a finished connection still counts %d bytes of the body budget", bodies.used)
 		}
 	})
 }

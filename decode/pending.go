@@ -13,26 +13,58 @@ type pendingReq struct {
 type pendingEntry struct {
 	corr int32
 	req  pendingReq
+	// idCost is the client ID bytes this entry holds alone: none when it
+	// shares the string of the entry before it.
+	idCost int
 }
 
 // pendingSet holds a connection's requests awaiting responses in the order
 // they were sent. It is small in practice (the requests in flight), so a
 // slice searched from the front beats a map.
-type pendingSet struct{ list []pendingEntry }
+type pendingSet struct {
+	list    []pendingEntry
+	idBytes int // the client ID bytes the entries hold
+}
+
+// maxPendingIDBytes caps the client ID bytes a connection's pending
+// requests hold: two IDs of the longest a header carries (32,767 bytes).
+// A client sends one ID, which its requests share; without the cap,
+// MaxPending requests with distinct long IDs would hold 32 MiB.
+const maxPendingIDBytes = 64 << 10
 
 func (p *pendingSet) len() int { return len(p.list) }
 
-func (p *pendingSet) clear() { p.list = p.list[:0] }
+func (p *pendingSet) clear() { p.list, p.idBytes = p.list[:0], 0 }
 
-// add appends a request; when the set is full the oldest is forgotten and
-// add reports it.
-func (p *pendingSet) add(corr int32, r pendingReq, max int) (evicted bool) {
-	if len(p.list) >= max {
-		p.list = p.list[:copy(p.list, p.list[1:])]
-		evicted = true
+// add appends a request; when the set is full, or its client IDs over
+// maxPendingIDBytes, the oldest are forgotten and add says how many.
+func (p *pendingSet) add(corr int32, r pendingReq, max int) (evicted int) {
+	e := pendingEntry{corr: corr, req: r, idCost: len(r.h.ClientID)}
+	if n := len(p.list); n > 0 && p.list[n-1].req.h.ClientID == r.h.ClientID {
+		e.req.h.ClientID, e.idCost = p.list[n-1].req.h.ClientID, 0
 	}
-	p.list = append(p.list, pendingEntry{corr, r})
+	for len(p.list) > 0 && (len(p.list) >= max || p.idBytes+e.idCost > maxPendingIDBytes) {
+		p.drop(1)
+		evicted++
+		if len(p.list) == 0 {
+			e.idCost = len(r.h.ClientID) // the string it shared is its own now
+		}
+	}
+	p.list = append(p.list, e)
+	p.idBytes += e.idCost
 	return evicted
+}
+
+// drop removes the first n entries; the first one left holds its ID alone.
+func (p *pendingSet) drop(n int) {
+	for _, e := range p.list[:n] {
+		p.idBytes -= e.idCost
+	}
+	p.list = p.list[:copy(p.list, p.list[n:])]
+	if len(p.list) > 0 && p.list[0].idCost == 0 {
+		p.list[0].idCost = len(p.list[0].req.h.ClientID)
+		p.idBytes += p.list[0].idCost
+	}
 }
 
 func (p *pendingSet) get(corr int32) (pendingReq, bool) {
@@ -55,7 +87,7 @@ func (p *pendingSet) has(corr int32) bool {
 func (p *pendingSet) take(corr int32) int {
 	for i := range p.list {
 		if p.list[i].corr == corr {
-			p.list = p.list[:copy(p.list, p.list[i+1:])]
+			p.drop(i + 1)
 			return i
 		}
 	}

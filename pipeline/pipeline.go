@@ -41,10 +41,21 @@ type Options struct {
 	// framing keep in all while they look for a frame start (default 64
 	// MiB; each side keeps at most Decode.MaxScan). Workers share it out.
 	ResyncBytes int64
+	// BodyBytes caps the bytes that frames in progress buffer in all: the
+	// bodies the rules read and the answers decoded in full, kept whole
+	// until their last byte (default 32 MiB, DefaultBodyBytes; each body
+	// is capped by Decode.MaxBodySize too). Workers share it out. A body
+	// that does not fit is not decoded, and is counted.
+	BodyBytes int64
 }
 
 // defaultResyncBytes is Options.ResyncBytes when it is not set.
 const defaultResyncBytes = 64 << 20
+
+// DefaultBodyBytes is Options.BodyBytes when it is not set: eight bodies
+// at the decoder's 4 MiB cap at once, or thousands of the few KiB that
+// real ones take.
+const DefaultBodyBytes = 32 << 20
 
 // scanBudget returns the budget of one of n workers.
 func (o *Options) scanBudget(n int) *decode.ScanBudget {
@@ -53,6 +64,15 @@ func (o *Options) scanBudget(n int) *decode.ScanBudget {
 		total = defaultResyncBytes
 	}
 	return &decode.ScanBudget{Max: max(total/int64(n), 1)}
+}
+
+// bodyBudget returns the body budget of one of n workers.
+func (o *Options) bodyBudget(n int) *decode.BodyBudget {
+	total := o.BodyBytes
+	if total <= 0 {
+		total = DefaultBodyBytes
+	}
+	return &decode.BodyBudget{Max: max(total/int64(n), 1)}
 }
 
 // Conn is what the pipeline knows of one connection; it is handed to the
@@ -262,6 +282,7 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 		dopt.Scratch = new(decode.Scratch) // one event list for every connection
 	}
 	dopt.ScanBudget = opt.scanBudget(n)
+	dopt.BodyBudget = opt.bodyBudget(n)
 	w := &worker{dopt: dopt, out: out}
 	w.asm = reassembly.New(ropt, w)
 	return w

@@ -63,6 +63,9 @@ type summaryJSON struct {
 	ConnectionsDropped int64   `json:"connections_dropped"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
+	// Bodies not decoded: over --max-body-buffer, over the decoder's cap.
+	BodiesSkippedBudget   int64 `json:"bodies_skipped_budget"`
+	BodiesSkippedTooLarge int64 `json:"bodies_skipped_too_large"`
 	// What the report's caps left out (a long live run).
 	DroppedConnections int64    `json:"dropped_connections"`
 	DroppedFindings    int64    `json:"dropped_findings"`
@@ -328,6 +331,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,
 	}
+	j.BodiesSkippedBudget, j.BodiesSkippedTooLarge = s.BodiesSkippedBudget, s.BodiesSkippedTooLarge
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
 	}

@@ -284,6 +284,8 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.Cut, "packet cut by the snap length", "packets cut by the snap length")
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
 	extra(s.Reassembly.ConnectionsDropped, "connection over --max-connections", "connections over --max-connections")
+	extra(s.BodiesSkippedBudget, "body not decoded: over --max-body-buffer", "bodies not decoded: over --max-body-buffer")
+	extra(s.BodiesSkippedTooLarge, "body not decoded: too large", "bodies not decoded: too large")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line

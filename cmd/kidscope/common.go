@@ -33,6 +33,7 @@ type inputFlags struct {
 	workers        int
 	memoryLimit    string
 	resyncBuffer   string
+	bodyBuffer     string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -53,6 +54,8 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
 	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "",
 		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most; default a 16th of --memory-limit)")
+	fl.StringVar(&f.bodyBuffer, "max-body-buffer", "",
+		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted (default an 8th of --memory-limit)")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
@@ -81,7 +84,7 @@ func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) (stop func(), err erro
 // registerWorkers adds --workers, for the commands that read files.
 func (f *inputFlags) registerWorkers(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0),
-		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same, unless --max-connections is reached")
+		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same, unless --max-connections is reached or a body budget (--max-body-buffer, shared out among them) is spent")
 }
 
 // captureFilter builds the --filter or --bpf-raw filter; nil when neither
@@ -165,12 +168,13 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 			return opt, form, fmt.Errorf("%s %d: want 1 to %d", c.flag, c.val, c.max)
 		}
 	}
-	resync := b.resyncBytes
-	if f.resyncBuffer != "" {
-		resync, err = size.Parse(f.resyncBuffer)
-		if err != nil || resync == 0 {
-			return opt, form, fmt.Errorf("--max-resync-buffer %q: want a size such as 64MiB", f.resyncBuffer)
-		}
+	resync, err := sizeFlag("--max-resync-buffer", f.resyncBuffer, b.resyncBytes)
+	if err != nil {
+		return opt, form, err
+	}
+	bodies, err := sizeFlag("--max-body-buffer", f.bodyBuffer, b.bodyBytes)
+	if err != nil {
+		return opt, form, err
 	}
 	flt, err := f.captureFilter()
 	if err != nil {
@@ -181,6 +185,7 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		Filter:      flt,
 		Workers:     f.workers,
 		ResyncBytes: resync,
+		BodyBytes:   bodies,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame)},
@@ -189,3 +194,16 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 }
 
 func usageError(err error) error { return &exitError{code: exitBadInput, err: err} }
+
+// sizeFlag reads a byte-count flag: its share of the budget when it is
+// not given, and never zero.
+func sizeFlag(flag, text string, share int64) (int64, error) {
+	if text == "" {
+		return share, nil
+	}
+	n, err := size.Parse(text)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%s %q: want a size such as 32MiB", flag, text)
+	}
+	return n, nil
+}
