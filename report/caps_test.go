@@ -75,7 +75,7 @@ func cappedAnalysis() *Analysis {
 		Files: []string{"flood.pcapng"},
 		Summary: result.Summary{Files: []string{"flood.pcapng"}, First: t0, Last: t0.Add(time.Duration(frame) * time.Millisecond),
 			Capture: capture.Stats{Packets: frame, Bytes: frame * 120}, Connections: 30,
-			Counters: decode.Counters{Requests: 2530, Responses: 2530},
+			Counters:   decode.Counters{Requests: 2530, Responses: 2530},
 			Reassembly: reassembly.Stats{ConnectionsDropped: 100000}},
 		Result: res,
 	}

@@ -194,9 +194,11 @@ func optStr(p *string) string {
 	return *p
 }
 
+// fields are the record's CSV cells, its strings through shownCell.
 func (r *FrameRecord) fields() []string {
-	return []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, r.Broker, r.Direction, optInt(r.APIKey), r.APIName,
-		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)), optStr(r.InstanceID), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
+	return []string{shownCell(r.File), strconv.FormatInt(r.Frame, 10), shownCell(r.Client), shownCell(r.Broker), shownCell(r.Direction),
+		optInt(r.APIKey), shownCell(r.APIName), optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)),
+		shownCell(optStr(r.InstanceID)), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
 }
 
 // codeList joins the numbers of codes with ";" (a CSV cell).
@@ -311,8 +313,12 @@ func (f *framesTable) Add(r *FrameRecord) error {
 	if r.Direction == "response" {
 		dir = "←"
 	}
-	f.rows = append(f.rows, []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
-		strconv.Itoa(int(r.CorrelationID)), shown(optStr(r.ClientID)), optStr(r.InstanceID), code})
+	row := []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
+		strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), code}
+	for i := range row {
+		row[i] = shown(row[i])
+	}
+	f.rows = append(f.rows, row)
 	return nil
 }
 
