@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // retained counts the entries the engine holds for its report: the kept
@@ -167,5 +169,31 @@ func TestFilterKeepsItsRulesCounts(t *testing.T) {
 	}
 	if f.Failing(&res, Error) {
 		t.Error("no error is left, yet Failing(error)")
+	}
+}
+
+// TestKeptText: long capture strings are kept cut, equal exactly when the
+// strings sent are, and naming their length; short ones whole.
+func TestKeptText(t *testing.T) {
+	long := strings.Repeat("é", 20000)
+	other := long[:len(long)-2] + "e!"
+	if kept("app") != "app" || kept("") != "" {
+		t.Error("short strings are not kept whole")
+	}
+	k := kept(long)
+	if len(k) > maxKeptText || !utf8.ValidString(k) || !strings.Contains(k, "[40000 bytes, sha256 ") {
+		t.Errorf("kept(long) = %q (%d bytes)", k, len(k))
+	}
+	if kept(long) != k || kept(other) == k {
+		t.Error("kept strings are not equal exactly when the strings are")
+	}
+	// The engine keeps the cut client ID in its rows.
+	s := newScript(t, Options{})
+	c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+	c.clientID = long
+	c.ok(apiVersions, 3, none(), nil)
+	res := s.done()
+	if res.Connections[0].ClientID != k {
+		t.Errorf("row client ID %d bytes", len(res.Connections[0].ClientID))
 	}
 }

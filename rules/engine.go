@@ -113,7 +113,7 @@ type conn struct {
 	// rules.
 	firstID    kafka.UUID
 	hasFirstID bool
-	clientID   string
+	clientID   string        // kept
 	checks     []connChecker // one per Engine.checkers
 	// undecided are requests with possible findings, waiting for their
 	// checkers to choose or for their answer.
@@ -189,7 +189,7 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	h := &ev.Msg.Request
 	c.requests++
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
-		c.clientID = h.ClientID
+		c.clientID = kept(h.ClientID)
 	}
 	q := &e.next
 	*q = request{at: ev.At, h: *h, x: headerIDOf(h), afterGap: c.afterGap, noResponse: ev.Msg.NoResponse, cands: q.cands[:0]}
@@ -251,7 +251,7 @@ func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Findin
 		return e.out
 	}
 	if ci.ClientID != "" {
-		c.clientID = ci.ClientID
+		c.clientID = kept(ci.ClientID)
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
