@@ -584,7 +584,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 			{strconv.Itoa(c.ID)},
 			{c.Key.Client.String(), "→ " + c.Key.Broker.String()},
 			{cid, inst},
-			{fmt.Sprintf("%d/%d", c.Requests, c.Responses)},
+			{commas(c.Requests) + "/" + commas(c.Responses)},
 			{strconv.Itoa(c.Gaps)},
 			kind,
 		})
