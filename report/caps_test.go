@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -162,5 +163,23 @@ func TestCapsNamedEverywhere(t *testing.T) {
 	// The matrix counts every connection, as the brokers do.
 	if m := doc.Matrix.New; m.New != 25 || m.Unknown != 5 {
 		t.Errorf("json matrix %+v, want 25 connections to the enforcing broker and 5 unknown", m)
+	}
+}
+
+// TestFramesTableCapped: the frames table keeps its first rows and says how
+// many messages it left out.
+func TestFramesTableCapped(t *testing.T) {
+	var out bytes.Buffer
+	w := &framesTable{w: bufio.NewWriter(&out), max: 3}
+	for i := range 10 {
+		if err := w.Add(&FrameRecord{File: "f", Frame: int64(i + 1), Client: "c", Broker: "b", Direction: "request"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(FramesSummary{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.rows) != 3 || !strings.Contains(out.String(), "7 messages not listed: the table keeps the first 3") {
+		t.Errorf("%d rows kept; output:\n%s", len(w.rows), out.String())
 	}
 }

@@ -166,7 +166,7 @@ func NewFramesWriter(w io.Writer, format string) (FramesWriter, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	switch format {
 	case "table", "":
-		return &framesTable{w: bw}, nil
+		return &framesTable{w: bw, max: maxFrameRows}, nil
 	case "json":
 		return &framesJSON{w: bw}, nil
 	case "ndjson":
@@ -297,13 +297,23 @@ func (f *framesJSON) Finish(s FramesSummary) error {
 }
 
 // framesTable collects rows and renders them at the end: column widths need
-// every row. It is for reading small captures; the other formats stream.
+// every row. It is for reading small captures, and keeps the first
+// maxFrameRows; the other formats stream every record.
 type framesTable struct {
-	w    *bufio.Writer
-	rows [][]string
+	w       *bufio.Writer
+	rows    [][]string
+	max     int
+	dropped int64
 }
 
+// maxFrameRows caps the rows the frames table keeps.
+const maxFrameRows = 100000
+
 func (f *framesTable) Add(r *FrameRecord) error {
+	if len(f.rows) >= f.max {
+		f.dropped++
+		return nil
+	}
 	api := r.APIName
 	if r.APIKey != nil {
 		api = fmt.Sprintf("%s(%d) v%s", r.APIName, *r.APIKey, optInt(r.APIVersion))
@@ -332,6 +342,10 @@ func (f *framesTable) Finish(s FramesSummary) error {
 		if err := t.Render(); err != nil {
 			return err
 		}
+	}
+	if f.dropped > 0 {
+		fmt.Fprintf(f.w, "%s not listed: the table keeps the first %s (-o csv, json and ndjson write every one)\n",
+			plural(f.dropped, "message", "messages"), commas(int64(len(f.rows))))
 	}
 	fmt.Fprintln(f.w, s.String())
 	return f.w.Flush()
