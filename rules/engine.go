@@ -207,11 +207,15 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	// it the memory of each idle connection's last request.
 	c.lastReq = nil
 	if len(q.cands) > 0 {
-		kept := new(request)
-		*kept = *q
-		kept.cands = slices.Clone(q.cands)
-		c.lastReq = kept
-		c.undecided = append(c.undecided, kept)
+		held := new(request)
+		*held = *q
+		held.cands = slices.Clone(q.cands)
+		// The checkers read the client ID as the request came: a request
+		// waiting for its findings lets go of it (up to 32 KiB, and a
+		// connection holds up to maxUndecided of them).
+		held.h.ClientID = ""
+		c.lastReq = held
+		c.undecided = append(c.undecided, held)
 	}
 	e.settle(c, false)
 }
