@@ -30,6 +30,16 @@ type analysisJSON struct {
 	Instances     []instanceJSON   `json:"instances"`
 	Brokers       []brokerJSON     `json:"brokers"`
 	Matrix        matrixJSON       `json:"matrix"`
+	// FindingCounts count every finding made of each rule on each
+	// connection that has one in findings, listed or not.
+	FindingCounts []findingCountJSON `json:"finding_counts"`
+}
+
+type findingCountJSON struct {
+	Rule         string `json:"rule"`
+	ConnectionID int    `json:"connection_id"`
+	Count        int64  `json:"count"`
+	Listed       int    `json:"listed"`
 }
 
 type severityCounts struct {
@@ -67,11 +77,14 @@ type summaryJSON struct {
 	BodiesSkippedBudget   int64 `json:"bodies_skipped_budget"`
 	BodiesSkippedTooLarge int64 `json:"bodies_skipped_too_large"`
 	// What the report's caps left out (a long live run).
-	DroppedConnections int64    `json:"dropped_connections"`
-	DroppedFindings    int64    `json:"dropped_findings"`
-	DroppedInstances   int64    `json:"dropped_instances"`
-	Problems           []string `json:"problems"`
-	Interrupted        bool     `json:"interrupted"`
+	DroppedConnections int64 `json:"dropped_connections"`
+	DroppedFindings    int64 `json:"dropped_findings"`
+	DroppedInstances   int64 `json:"dropped_instances"`
+	// Caps of the rules' report, set by newAnalysisJSON.
+	DroppedBrokerConnections int64            `json:"dropped_broker_connections"`
+	FindingsByRule           map[string]int64 `json:"findings_by_rule"`
+	Problems                 []string         `json:"problems"`
+	Interrupted              bool             `json:"interrupted"`
 }
 
 type endpointsJSON struct {
@@ -137,6 +150,7 @@ type instanceJSON struct {
 	ClientAddresses []string   `json:"client_addresses"`
 	Brokers         []string   `json:"brokers"`
 	Connections     []int      `json:"connections"`
+	ConnectionCount int64      `json:"connections_total"`
 	FirstSeen       *whereJSON `json:"first_seen"`
 	LastSeen        *whereJSON `json:"last_seen"`
 	TelemetryIDs    []string   `json:"telemetry_ids"`
@@ -155,8 +169,13 @@ type brokerJSON struct {
 	EnforceFrames  []int64        `json:"enforce_frames"`
 	IgnoreFrames   []int64        `json:"ignore_frames"`
 	Evidence       []evidenceJSON `json:"evidence"`
-	Connections    int            `json:"connections"`
-	Telemetry      *bool          `json:"telemetry"`
+	// The lists keep the first frames of each verdict; these count them
+	// all.
+	EvidenceTotal int64 `json:"evidence_total"`
+	EnforceTotal  int64 `json:"enforce_total"`
+	IgnoreTotal   int64 `json:"ignore_total"`
+	Connections   int   `json:"connections"`
+	Telemetry     *bool `json:"telemetry"`
 }
 
 type matrixRowJSON struct {
@@ -240,6 +259,7 @@ func newInstanceJSON(files []string, in *rules.Instance, form UUIDForm) instance
 		InstanceID: form.format(in.ID), ClientIDs: append([]string{}, in.ClientIDs...),
 		ClientAddresses: []string{}, Brokers: []string{}, Connections: append([]int{}, in.Connections...),
 		FirstSeen: whereOf(files, in.First), LastSeen: whereOf(files, in.Last), TelemetryIDs: []string{},
+		ConnectionCount: max(in.ConnectionCount, int64(len(in.Connections))),
 	}
 	for _, a := range in.Addresses {
 		j.ClientAddresses = append(j.ClientAddresses, a.String())
@@ -289,6 +309,9 @@ func newBrokerJSON(files []string, b *rules.Broker) brokerJSON {
 		t := b.Telemetry
 		j.Telemetry = &t
 	}
+	j.EnforceTotal = max(b.Enforced, int64(len(b.EnforceFrames)))
+	j.IgnoreTotal = max(b.Ignored, int64(len(b.IgnoreFrames)))
+	j.EvidenceTotal = j.EnforceTotal + j.IgnoreTotal
 	return j
 }
 
@@ -357,7 +380,46 @@ func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
 	for i := range res.Brokers {
 		doc.Brokers = append(doc.Brokers, newBrokerJSON(a.Files, &res.Brokers[i]))
 	}
+	// True counts, not those of the lists the caps cut.
+	doc.Summary.FindingsBySeverity = severityTotals(res)
+	doc.Summary.DroppedBrokerConnections = res.Dropped.BrokerConnections
+	doc.Summary.FindingsByRule = findingsByRule(res)
+	doc.FindingCounts = findingCounts(res)
 	return doc
+}
+
+// findingsByRule counts every finding made by rule, listed or not.
+func findingsByRule(res *rules.Result) map[string]int64 {
+	m := map[string]int64{}
+	for i := range res.Findings {
+		m[res.Findings[i].Rule]++
+	}
+	for rule, n := range res.FindingsByRule {
+		m[rule] = max(m[rule], n)
+	}
+	return m
+}
+
+// findingCounts is a count per rule and connection of the listed
+// findings, in the order of their first listed finding.
+func findingCounts(res *rules.Result) []findingCountJSON {
+	out := []findingCountJSON{}
+	at := map[rules.FindingGroup]int{}
+	for i := range res.Findings {
+		f := &res.Findings[i]
+		g := rules.FindingGroup{Rule: f.Rule, ConnID: f.ConnID}
+		k, ok := at[g]
+		if !ok {
+			k = len(out)
+			at[g] = k
+			out = append(out, findingCountJSON{Rule: f.Rule, ConnectionID: f.ConnID})
+		}
+		out[k].Listed++
+	}
+	for i := range out {
+		out[i].Count = int64(groupTotal(res, out[i].Rule, out[i].ConnectionID, out[i].Listed))
+	}
+	return out
 }
 
 func writeAnalysisJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {

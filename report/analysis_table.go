@@ -185,7 +185,7 @@ func plural(n int64, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return strconv.FormatInt(n, 10) + " " + many
+	return commas(n) + " " + many
 }
 
 func humanBytes(n int64) string {
@@ -259,9 +259,13 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 		add("time span", plain(fmt.Sprintf("%s → %s UTC (%s)", f.Format("2006-01-02 15:04:05.000"), end,
 			l.Sub(f).Round(time.Millisecond))))
 	}
-	add("packets", plain(strconv.FormatInt(s.Capture.Packets, 10)))
-	add("bytes", plain(fmt.Sprintf("%d (%s)", s.Capture.Bytes, humanBytes(s.Capture.Bytes))))
-	add("connections", plain(strconv.FormatInt(s.Connections, 10)))
+	add("packets", plain(commas(s.Capture.Packets)))
+	add("bytes", plain(fmt.Sprintf("%s (%s)", commas(s.Capture.Bytes), humanBytes(s.Capture.Bytes))))
+	conns := commas(s.Connections)
+	if n := s.Reassembly.ConnectionsDropped; n > 0 {
+		conns += fmt.Sprintf(" analysed; %s over --max-connections were not analysed", plural(n, "more", "more"))
+	}
+	add("connections", plain(conns))
 	kafka := plural(s.Requests, "request", "requests")
 	if s.NoResponse > 0 {
 		kafka += " (" + strconv.FormatInt(s.NoResponse, 10) + " with acks = 0, which no broker answers)"
@@ -283,7 +287,6 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Truncated, "stream ending inside a message", "streams ending inside a message")
 	extra(s.Capture.Cut, "packet cut by the snap length", "packets cut by the snap length")
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
-	extra(s.Reassembly.ConnectionsDropped, "connection over --max-connections", "connections over --max-connections")
 	extra(s.BodiesSkippedBudget, "body not decoded: over --max-body-buffer", "bodies not decoded: over --max-body-buffer")
 	extra(s.BodiesSkippedTooLarge, "body not decoded: too large", "bodies not decoded: too large")
 	add("decode problems", plain(strings.Join(problems, ", ")))
@@ -299,15 +302,18 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	if s.Interrupted {
 		add("interrupted", plain("yes: the report covers what was read before the interruption"))
 	}
-	add("findings", severityLine(countSeverities(a.Result.Findings)))
+	add("findings", severityLine(severityTotals(&a.Result)))
 	return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}
 }
 
 // findingGroup is one table row: the findings of one rule on one
 // connection.
 type findingGroup struct {
-	first   *rules.Finding
-	n       int
+	first *rules.Finding
+	n     int // listed
+	// total counts the group's findings made, listed or not (the answers
+	// are of the listed ones).
+	total   int
 	differ  bool // some have other expected or seen values than the first
 	answers []string
 	counts  map[string]int
@@ -321,7 +327,8 @@ type groupKey struct {
 
 // groupFindings groups the findings of one severity by rule and
 // connection, in the order of their first finding.
-func groupFindings(fs []rules.Finding, sev rules.Severity) []*findingGroup {
+func groupFindings(res *rules.Result, sev rules.Severity) []*findingGroup {
+	fs := res.Findings
 	var out []*findingGroup
 	byKey := map[groupKey]*findingGroup{}
 	for i := range fs {
@@ -349,16 +356,20 @@ func groupFindings(fs []rules.Finding, sev rules.Severity) []*findingGroup {
 			g.counts[a]++
 		}
 	}
+	for _, g := range out {
+		g.total = groupTotal(res, g.first.Rule, g.first.ConnID, g.n)
+	}
 	return out
 }
 
 var severityTitles = map[rules.Severity]string{rules.Error: "Errors", rules.Warning: "Warnings", rules.Info: "Info"}
 
 func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
-	fs := a.Result.Findings
-	counts := countSeverities(fs)
+	res := &a.Result
+	fs := res.Findings
+	counts := severityTotals(res)
 	blocks := []block{{kind: blockHeading1, text: plain(st.title("Findings"))}}
-	if len(fs) == 0 {
+	if counts.total() == 0 {
 		return append(blocks, block{kind: blockPara, text: plain("No findings.")})
 	}
 	blocks = append(blocks, block{kind: blockPara, text: append(severityLine(counts),
@@ -366,21 +377,41 @@ func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 	sevs := []rules.Severity{rules.Error, rules.Warning, rules.Info}
 	groups := make([][]*findingGroup, len(sevs))
 	var shown []*findingGroup
+	inRows := 0 // findings the rows count, listed or not
 	for i, sev := range sevs {
-		groups[i] = groupFindings(fs, sev)
+		groups[i] = groupFindings(res, sev)
 		if sev != rules.Info || opt.Verbose {
 			shown = append(shown, groups[i]...)
 		}
+		for _, g := range groups[i] {
+			inRows += g.total
+		}
+	}
+	if unlisted := counts.total() - len(fs); unlisted > 0 {
+		text := fmt.Sprintf("%s not listed: the report keeps the first %s made (JSON: summary.dropped_findings). The counts here are of every finding",
+			plural(int64(unlisted), "finding", "findings"), commas(int64(len(fs))))
+		if noRow := counts.total() - inRows; noRow > 0 {
+			text += fmt.Sprintf("; %s of rules and connections with no row", plural(int64(noRow), "is", "are"))
+		}
+		blocks = append(blocks, block{kind: blockPara, text: plain(text + ".")})
 	}
 	lay := newFindingLayout(shown, st)
 	for i, sev := range sevs {
 		gs := groups[i]
-		if len(gs) == 0 {
-			continue
-		}
 		n := 0
 		for _, g := range gs {
-			n += g.n
+			n += g.total
+		}
+		if len(gs) == 0 {
+			if total := counts.of(sev); total > 0 {
+				blocks = append(blocks, block{kind: blockPara, text: line{
+					{text: fmt.Sprintf("%s: %s, none listed.", severityTitles[sev], plural(int64(total), "finding", "findings")), sev: sev, colored: true},
+				}})
+			}
+			continue
+		}
+		if total := counts.of(sev); total > n {
+			n = total
 		}
 		if sev == rules.Info && !opt.Verbose {
 			blocks = append(blocks, block{kind: blockPara, text: line{
@@ -409,8 +440,8 @@ func (st *docStyle) findingCells(g *findingGroup) (c1, c2 []string) {
 	f := g.first
 	c1 = []string{f.Rule, f.Conn.Client.String(), "→ " + f.Conn.Broker.String()}
 	c2 = []string{st.frame(f.At.File, f.At.Frame)}
-	if g.n > 1 {
-		c2 = append(c2, "×"+strconv.Itoa(g.n))
+	if g.total > 1 {
+		c2 = append(c2, "×"+commas(int64(g.total)))
 	}
 	if len(f.Related) > 0 {
 		rel := make([]string, len(f.Related))
@@ -467,6 +498,9 @@ func (l *findingLayout) grid(groups []*findingGroup) *grid {
 			ans = strings.Join(parts, ", ")
 		}
 		c3 = append(c3, st.labelled(label, ans, width)...)
+		if gr.total > gr.n {
+			c3 = append(c3, st.wrap(fmt.Sprintf("(the answers of the %s listed; %s more not listed)", commas(int64(gr.n)), commas(int64(gr.total-gr.n))), width)...)
+		}
 		if len(f.Also) > 0 {
 			c3 = append(c3, st.labelled("also", strings.Join(f.Also, ", "), width)...)
 		}
@@ -504,7 +538,17 @@ func dash(s string) string {
 
 func connectionBlocks(a *Analysis, st *docStyle) []block {
 	cs := a.Result.Connections
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Connections (%d)", len(cs))))}}
+	dropped := a.Result.Dropped.Connections
+	title := fmt.Sprintf("Connections (%s)", commas(int64(len(cs))))
+	if dropped > 0 {
+		title = fmt.Sprintf("Connections (%s of %s)", commas(int64(len(cs))), commas(int64(len(cs))+dropped))
+	}
+	blocks := []block{{kind: blockHeading1, text: plain(st.title(title))}}
+	if dropped > 0 {
+		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+			"%s not listed: the table keeps the %s most recently closed (JSON: summary.dropped_connections); the findings, brokers and matrix count every connection.",
+			plural(dropped, "connection", "connections"), commas(int64(len(cs)))))})
+	}
 	if len(cs) == 0 {
 		return append(blocks, block{kind: blockPara, text: plain("No connections.")})
 	}
@@ -542,7 +586,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 			{strconv.Itoa(c.ID)},
 			{c.Key.Client.String(), "→ " + c.Key.Broker.String()},
 			{cid, inst},
-			{fmt.Sprintf("%d/%d", c.Requests, c.Responses)},
+			{commas(c.Requests) + "/" + commas(c.Responses)},
 			{strconv.Itoa(c.Gaps)},
 			kind,
 		})
@@ -553,8 +597,18 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 
 func instanceBlocks(a *Analysis, st *docStyle) []block {
 	ins := a.Result.Instances
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Client instances (%d)", len(ins))))}}
-	if len(ins) == 0 {
+	dropped := a.Result.Dropped.Instances
+	title := fmt.Sprintf("Client instances (%s)", commas(int64(len(ins))))
+	if dropped > 0 {
+		title = fmt.Sprintf("Client instances (%s; %s dropped)", commas(int64(len(ins))), commas(dropped))
+	}
+	blocks := []block{{kind: blockHeading1, text: plain(st.title(title))}}
+	if dropped > 0 {
+		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+			"%s not listed: the inventory keeps the %s most recently seen and drops the least recently seen (JSON: summary.dropped_instances; an instance seen again after it was dropped counts again).",
+			plural(dropped, "client instance", "client instances"), commas(int64(len(ins)))))})
+	}
+	if len(ins) == 0 && dropped == 0 {
 		return append(blocks, block{kind: blockPara, text: plain("No client instance IDs in request headers.")})
 	}
 	g := &grid{header: []string{"INSTANCE", "CLIENT IDS", "ADDRESSES", "BROKERS", "CONNS", "SEEN"}}
@@ -587,16 +641,29 @@ func instanceBlocks(a *Analysis, st *docStyle) []block {
 		for _, c := range in.Connections {
 			conns = append(conns, strconv.Itoa(c))
 		}
+		connsCell := st.wrap(strings.Join(conns, ", "), 6)
+		if n := in.ConnectionCount; n > int64(len(in.Connections)) {
+			connsCell = append(connsCell, st.wrap(fmt.Sprintf("(first %d of %s)", len(in.Connections), commas(n)), 6)...)
+		}
+		cids, addrs, brokers = listedFirst(cids, st), listedFirst(addrs, st), listedFirst(brokers, st)
 		seen := []string{"from " + st.frame(in.First.File, in.First.Frame), st.clock(in.First.Time),
 			"to " + st.frame(in.Last.File, in.Last.Frame), st.clock(in.Last.Time)}
 		if st.md {
 			seen = []string{st.frame(in.First.File, in.First.Frame) + " " + st.clock(in.First.Time),
 				st.frame(in.Last.File, in.Last.Frame) + " " + st.clock(in.Last.Time)}
 		}
-		g.rows = append(g.rows, [][]string{id, orNone(cids), orNone(addrs), orNone(brokers),
-			st.wrap(strings.Join(conns, ", "), 6), seen})
+		g.rows = append(g.rows, [][]string{id, orNone(cids), orNone(addrs), orNone(brokers), connsCell, seen})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g})
+}
+
+// listedFirst notes under a list of an instance that stopped at
+// rules.MaxPerInstance that more values may have been left out.
+func listedFirst(list []string, st *docStyle) []string {
+	if len(list) < rules.MaxPerInstance {
+		return list
+	}
+	return append(list, st.wrap(fmt.Sprintf("(the first %d; more not kept)", rules.MaxPerInstance), 12)...)
 }
 
 func orNone(s []string) []string {
@@ -608,7 +675,12 @@ func orNone(s []string) []string {
 
 func brokerBlocks(a *Analysis, st *docStyle) []block {
 	bs := a.Result.Brokers
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Brokers (%d)", len(bs))))}}
+	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Brokers (%s)", commas(int64(len(bs))))))}}
+	if n := a.Result.Dropped.BrokerConnections; n > 0 {
+		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+			"%s to broker endpoints past the first %s not listed (JSON: summary.dropped_broker_connections); the matrix counts them as unknown.",
+			plural(n, "connection", "connections"), commas(int64(len(bs)))))})
+	}
 	if len(bs) == 0 {
 		return append(blocks, block{kind: blockPara, text: plain("No brokers.")})
 	}
@@ -628,15 +700,34 @@ func brokerBlocks(a *Analysis, st *docStyle) []block {
 		}
 		var ev []string
 		if len(enf) > 0 {
-			ev = append(ev, st.labelled("enforces", strings.Join(enf, ", "), 36)...)
+			ev = append(ev, st.labelled("enforces", evidenceText(enf, b.Enforced), 36)...)
 		}
 		if len(ign) > 0 {
-			ev = append(ev, st.labelled("ignores", strings.Join(ign, ", "), 36)...)
+			ev = append(ev, st.labelled("ignores", evidenceText(ign, b.Ignored), 36)...)
 		}
-		g.rows = append(g.rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, {strconv.Itoa(b.Connections)}, orNone(ev)})
+		g.rows = append(g.rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, {commas(int64(b.Connections))}, orNone(ev)})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g},
 		block{kind: blockPara, text: plain("enforces: answered INVALID_REQUEST to a request that breaks KIP-1313, or closed the connection on it; ignores: answered it with error code 0 (a pre-KIP-1313 broker); mixed: both; unknown: no such request was answered.")})
+}
+
+// shownEvidence is how many evidence frames of a verdict a broker's row
+// shows; -o json lists every frame kept.
+const shownEvidence = 8
+
+// evidenceText lists the first frames of a verdict's evidence, saying how
+// many the broker kept and how many there were (total).
+func evidenceText(frames []string, total int64) string {
+	kept := int64(len(frames))
+	total = max(total, kept)
+	s := strings.Join(frames[:min(len(frames), shownEvidence)], ", ")
+	switch {
+	case kept < total:
+		s += fmt.Sprintf(" … (evidence frames: first %s of %s kept, -o json lists them)", commas(kept), commas(total))
+	case kept > shownEvidence:
+		s += fmt.Sprintf(" … (%s evidence frames, -o json lists them)", commas(kept))
+	}
+	return s
 }
 
 func matrixBlocks(a *Analysis, st *docStyle) []block {
@@ -648,21 +739,23 @@ func matrixBlocks(a *Analysis, st *docStyle) []block {
 	}
 	for i, name := range []string{"old client", "new client"} {
 		r := m.Cells[i]
-		g.rows = append(g.rows, [][]string{{name}, {strconv.Itoa(r[0])}, {strconv.Itoa(r[1])}, {strconv.Itoa(r[2])}})
+		g.rows = append(g.rows, [][]string{{name}, {commas(int64(r[0]))}, {commas(int64(r[1]))}, {commas(int64(r[2]))}})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("Kafka connections only; unknown counts brokers whose verdict is unknown or mixed.")})
+		block{kind: blockPara, text: plain("Every Kafka connection that sent a request, listed in the connections table or not; unknown counts brokers whose verdict is unknown or mixed.")})
 }
 
-// Terminal rendering.
+// Terminal rendering. Every piece of text is written through shown,
+// whether or not it holds a capture's strings: none can reach the
+// terminal raw, wherever a later change puts it.
 
 func (l line) render(color bool) string {
 	var b strings.Builder
 	for _, s := range l {
 		if s.colored {
-			b.WriteString(paint(s.text, s.sev, color))
+			b.WriteString(paint(shown(s.text), s.sev, color))
 		} else {
-			b.WriteString(s.text)
+			b.WriteString(shown(s.text))
 		}
 	}
 	return b.String()
@@ -762,21 +855,25 @@ func wrapLine(l line, width int) []line {
 	return out
 }
 
-// renderGrid writes a table for a terminal (box drawing) or as Markdown.
+// renderGrid writes a table for a terminal (box drawing) or as Markdown,
+// every cell's lines through shown (and mdEscape).
 func renderGrid(w io.Writer, g *grid, md bool) error {
 	multi := false
 	rows := make([][]string, len(g.rows))
 	for i, r := range g.rows {
 		rows[i] = make([]string, len(r))
 		for j, c := range r {
-			if md {
-				esc := make([]string, len(c))
-				for k, l := range c {
-					esc[k] = mdEscape(l)
+			esc := make([]string, len(c))
+			for k, l := range c {
+				esc[k] = shown(l)
+				if md {
+					esc[k] = mdEscape(esc[k])
 				}
+			}
+			if md {
 				rows[i][j] = strings.Join(esc, "<br>")
 			} else {
-				rows[i][j] = strings.Join(c, "\n")
+				rows[i][j] = strings.Join(esc, "\n")
 				multi = multi || len(c) > 1
 			}
 		}
@@ -809,12 +906,15 @@ func renderGrid(w io.Writer, g *grid, md bool) error {
 
 // Markdown rendering.
 
-// mdEscape makes text literal in a GitHub-flavoured Markdown table cell.
+// mdEscape makes text literal in GitHub-flavoured Markdown, in a table
+// cell as in a paragraph or heading: every character that can start
+// emphasis, code, a link, an HTML tag or entity, a table cell or a
+// heading is backslash-escaped. Controls are shown's to escape.
 func mdEscape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch r {
-		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '#':
+		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '#', '&':
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
@@ -825,7 +925,7 @@ func mdEscape(s string) string {
 func mdLine(l line) string {
 	var b strings.Builder
 	for _, s := range l {
-		t := mdEscape(s.text)
+		t := mdEscape(shown(s.text))
 		if s.colored && s.text != "" {
 			t = "**" + t + "**"
 		}
@@ -842,9 +942,9 @@ func writeAnalysisMarkdown(w io.Writer, a *Analysis, opt AnalysisOptions) error 
 		bw.WriteString("\n")
 		switch b.kind {
 		case blockHeading1:
-			bw.WriteString("## " + mdEscape(b.text.String()) + "\n")
+			bw.WriteString("## " + mdEscape(shown(b.text.String())) + "\n")
 		case blockHeading2:
-			bw.WriteString("### " + mdEscape(b.text.String()) + "\n")
+			bw.WriteString("### " + mdEscape(shown(b.text.String())) + "\n")
 		case blockPara:
 			bw.WriteString(mdLine(b.text) + "\n")
 		case blockKV:

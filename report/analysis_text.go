@@ -100,11 +100,10 @@ func apiText(f *rules.Finding) string {
 // FormatFindingText is one finding as one line for a terminal, what `live`
 // prints as findings are made: severity, rule, file:frame (related frames),
 // connection, the finding's message, expected and seen, and the broker's
-// answer. The severity word is coloured when color is true.
+// answer. The severity word is coloured when color is true; the rest is
+// written through shown.
 func FormatFindingText(files []string, f *rules.Finding, color bool) string {
 	var b strings.Builder
-	b.WriteString(paint(f.Severity.String(), f.Severity, color))
-	b.WriteByte(' ')
 	b.WriteString(f.Rule)
 	fmt.Fprintf(&b, " %s:%d", fileName(files, f.At.File), f.At.Frame)
 	if len(f.Related) > 0 {
@@ -129,7 +128,7 @@ func FormatFindingText(files []string, f *rules.Finding, color bool) string {
 	if f.HasAPI {
 		fmt.Fprintf(&b, "; broker answer: %s", answerText(f))
 	}
-	return strings.ReplaceAll(b.String(), "\n", " ")
+	return paint(f.Severity.String(), f.Severity, color) + " " + shown(b.String())
 }
 
 func orDash(s string) string {

@@ -5,4 +5,12 @@
 // and the broker's answer are said here, from the rule catalogue and the
 // finding's typed evidence, with IDs in the chosen UUID text form. It does
 // not know where the result came from.
+//
+// Counts are true counts: the engine's caps keep the first findings and
+// evidence frames and the most recent connections and instances, and count
+// the rest; every format says how many a list left out next to it (JSON
+// in count fields, CSV in rows that count the findings not listed). Every
+// text a table, Markdown document, CSV file or live line writes goes
+// through shown (safe.go), so that no string from a capture reaches a
+// terminal, a Markdown renderer or a spreadsheet raw.
 package report

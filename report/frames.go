@@ -166,7 +166,7 @@ func NewFramesWriter(w io.Writer, format string) (FramesWriter, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	switch format {
 	case "table", "":
-		return &framesTable{w: bw}, nil
+		return &framesTable{w: bw, max: maxFrameRows}, nil
 	case "json":
 		return &framesJSON{w: bw}, nil
 	case "ndjson":
@@ -194,9 +194,11 @@ func optStr(p *string) string {
 	return *p
 }
 
+// fields are the record's CSV cells, its strings through shownCell.
 func (r *FrameRecord) fields() []string {
-	return []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, r.Broker, r.Direction, optInt(r.APIKey), r.APIName,
-		optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)), optStr(r.InstanceID), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
+	return []string{shownCell(r.File), strconv.FormatInt(r.Frame, 10), shownCell(r.Client), shownCell(r.Broker), shownCell(r.Direction),
+		optInt(r.APIKey), shownCell(r.APIName), optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)),
+		shownCell(optStr(r.InstanceID)), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
 }
 
 // codeList joins the numbers of codes with ";" (a CSV cell).
@@ -295,13 +297,23 @@ func (f *framesJSON) Finish(s FramesSummary) error {
 }
 
 // framesTable collects rows and renders them at the end: column widths need
-// every row. It is for reading small captures; the other formats stream.
+// every row. It is for reading small captures, and keeps the first
+// maxFrameRows; the other formats stream every record.
 type framesTable struct {
-	w    *bufio.Writer
-	rows [][]string
+	w       *bufio.Writer
+	rows    [][]string
+	max     int
+	dropped int64
 }
 
+// maxFrameRows caps the rows the frames table keeps.
+const maxFrameRows = 100000
+
 func (f *framesTable) Add(r *FrameRecord) error {
+	if len(f.rows) >= f.max {
+		f.dropped++
+		return nil
+	}
 	api := r.APIName
 	if r.APIKey != nil {
 		api = fmt.Sprintf("%s(%d) v%s", r.APIName, *r.APIKey, optInt(r.APIVersion))
@@ -311,8 +323,12 @@ func (f *framesTable) Add(r *FrameRecord) error {
 	if r.Direction == "response" {
 		dir = "←"
 	}
-	f.rows = append(f.rows, []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
-		strconv.Itoa(int(r.CorrelationID)), shown(optStr(r.ClientID)), optStr(r.InstanceID), code})
+	row := []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
+		strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), code}
+	for i := range row {
+		row[i] = shown(row[i])
+	}
+	f.rows = append(f.rows, row)
 	return nil
 }
 
@@ -326,6 +342,10 @@ func (f *framesTable) Finish(s FramesSummary) error {
 		if err := t.Render(); err != nil {
 			return err
 		}
+	}
+	if f.dropped > 0 {
+		fmt.Fprintf(f.w, "%s not listed: the table keeps the first %s (-o csv, json and ndjson write every one)\n",
+			plural(f.dropped, "message", "messages"), commas(int64(len(f.rows))))
 	}
 	fmt.Fprintln(f.w, s.String())
 	return f.w.Flush()

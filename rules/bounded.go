@@ -1,6 +1,12 @@
 package rules
 
-import "slices"
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
 
 // bounded is a map that forgets its oldest entries beyond a size: two
 // generations, the current one taking new entries, and the previous one
@@ -93,3 +99,26 @@ func (p *pairs[K, V]) take(k K) (V, bool) {
 // maxAsked caps the requests awaiting an answer, and the groups, that a
 // connection's lists keep.
 const maxAsked = 64
+
+// maxKeptText caps the bytes of a capture's string (client, group and
+// member IDs, up to 32 KiB each on the wire) that the engine keeps, in its
+// state and in what it reports: tens of thousands of kept strings must not
+// cost a gigabyte.
+const maxKeptText = 256
+
+// kept is a capture's string as the engine keeps it: whole up to
+// maxKeptText bytes; a longer one cut at a character boundary and ended
+// with its length and a SHA-256 digest, so that two kept strings are equal
+// exactly when the strings sent were, and the report shows it was cut.
+func kept(s string) string {
+	if len(s) <= maxKeptText {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	cut := maxKeptText / 2
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	// Cloned: the cut must not hold the whole string's memory.
+	return strings.Clone(s[:cut]) + fmt.Sprintf("…[%d bytes, sha256 %x]", len(s), sum[:16])
+}

@@ -25,11 +25,17 @@ var brokerRules = []Rule{
 // whether it rejects requests no rule finds wrong. It also notes whether
 // its ApiVersions offered the telemetry APIs.
 type brokerChecker struct {
-	brokers map[netip.AddrPort]*brokerState
+	brokers     map[netip.AddrPort]*brokerState
+	maxBrokers  int
+	maxEvidence int
+	// unlisted stands for the brokers past maxBrokers: their connections
+	// are counted, their answers judged by no one.
+	unlisted     brokerState
+	unlistedConn int64
 }
 
-func newBrokerChecker() *brokerChecker {
-	return &brokerChecker{brokers: map[netip.AddrPort]*brokerState{}}
+func newBrokerChecker(maxBrokers, maxEvidence int) *brokerChecker {
+	return &brokerChecker{brokers: map[netip.AddrPort]*brokerState{}, maxBrokers: maxBrokers, maxEvidence: maxEvidence}
 }
 
 func (*brokerChecker) rules() []Rule { return brokerRules }
@@ -37,13 +43,30 @@ func (*brokerChecker) rules() []Rule { return brokerRules }
 func (bc *brokerChecker) open(c *conn) connChecker {
 	b := bc.broker(c.info.Endpoints.Broker)
 	b.connections++
-	return &brokerConn{b: b}
+	if b == &bc.unlisted {
+		bc.unlistedConn++
+	}
+	return &brokerConn{b: b, max: bc.maxEvidence}
 }
 
 // brokerConn is the broker verdict's part of one connection: its broker.
 type brokerConn struct {
 	passive
-	b *brokerState
+	b   *brokerState
+	max int // evidence frames kept per verdict
+}
+
+// close counts the connection in its broker's row of the matrix: Kafka
+// connections that sent a request, by client kind.
+func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
+	if ci.NotKafka == "" && c.requests > 0 {
+		kind := 0
+		if c.hasFirstID {
+			kind = 1
+		}
+		bcn.b.kinds[kind]++
+	}
+	return nil
 }
 
 // rejectedValid is a broker-rejected-valid finding about the request at.
@@ -69,7 +92,7 @@ func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
 func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
 	if pick != nil {
 		if r, _ := Lookup(pick.rule); r.Verdict {
-			bcn.b.judge(q)
+			bcn.b.judge(q, bcn.max)
 		}
 	}
 	if rejected, _ := judgeAnswer(q.ans); !found && q.answered && rejected {
@@ -79,18 +102,22 @@ func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
 }
 
 // judge records the broker's answer to a request a Verdict rule found
-// wrong.
-func (b *brokerState) judge(q *request) {
+// wrong, keeping the first max frames of each verdict.
+func (b *brokerState) judge(q *request, max int) {
 	rejected, processed := judgeAnswer(q.ans)
 	switch {
 	case q.noResponse:
 		// No answer by design: neither a rejection nor evidence.
-	case q.answered && rejected:
-		b.enforce = append(b.enforce, q.respAt)
+	case q.answered && rejected, q.closedByBroker:
+		b.enforced++
+		if len(b.enforce) < max {
+			b.enforce = append(b.enforce, q.respAt)
+		}
 	case q.answered && processed:
-		b.ignore = append(b.ignore, q.respAt)
-	case q.closedByBroker:
-		b.enforce = append(b.enforce, q.respAt)
+		b.ignored++
+		if len(b.ignore) < max {
+			b.ignore = append(b.ignore, q.respAt)
+		}
 	}
 }
 
@@ -115,10 +142,12 @@ func judgeAnswer(a decode.Answer) (rejected, processed bool) {
 
 // brokerState is what the engine knows of one broker endpoint.
 type brokerState struct {
-	enforce, ignore []kafka.FrameRef
-	connections     int
-	telemetry       bool // its ApiVersions offered keys 71 and 72
-	telemetryKnown  bool
+	enforce, ignore   []kafka.FrameRef
+	enforced, ignored int64 // evidence, kept or not
+	connections       int
+	kinds             [2]int // closed Kafka connections by client kind (old, new)
+	telemetry         bool   // its ApiVersions offered keys 71 and 72
+	telemetryKnown    bool
 }
 
 // offersTelemetry records whether an ApiVersions answer offered the
@@ -135,6 +164,9 @@ func (b *brokerState) offersTelemetry(ranges []decode.VersionRange) {
 func (bc *brokerChecker) broker(ep netip.AddrPort) *brokerState {
 	b := bc.brokers[ep]
 	if b == nil {
+		if len(bc.brokers) >= bc.maxBrokers {
+			return &bc.unlisted
+		}
 		b = &brokerState{}
 		bc.brokers[ep] = b
 	}
@@ -144,45 +176,46 @@ func (bc *brokerChecker) broker(ep netip.AddrPort) *brokerState {
 func (bc *brokerChecker) list() []Broker {
 	var out []Broker
 	for ep, b := range bc.brokers {
-		br := Broker{Endpoint: ep, EnforceFrames: b.enforce, IgnoreFrames: b.ignore, Connections: b.connections,
-			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown}
-		switch {
-		case len(b.enforce) > 0 && len(b.ignore) > 0:
-			br.Verdict = VerdictMixed
-		case len(b.enforce) > 0:
-			br.Verdict = VerdictEnforces
-		case len(b.ignore) > 0:
-			br.Verdict = VerdictIgnores
-		}
+		br := Broker{Endpoint: ep, EnforceFrames: slices.Clone(b.enforce), IgnoreFrames: slices.Clone(b.ignore),
+			Enforced: b.enforced, Ignored: b.ignored, Connections: b.connections,
+			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown, Verdict: b.verdict()}
 		out = append(out, br)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
 	return out
 }
 
-// matrix counts connections per client kind and broker verdict.
-func matrix(conns []Connection, brokers []Broker) Matrix {
-	verdict := map[netip.AddrPort]Verdict{}
-	for _, b := range brokers {
-		verdict[b.Endpoint] = b.Verdict
+func (b *brokerState) verdict() Verdict {
+	switch {
+	case b.enforced > 0 && b.ignored > 0:
+		return VerdictMixed
+	case b.enforced > 0:
+		return VerdictEnforces
+	case b.ignored > 0:
+		return VerdictIgnores
 	}
+	return VerdictUnknown
+}
+
+// matrix counts the closed Kafka connections per client kind and broker
+// verdict, those of the unlisted brokers as unknown.
+func (bc *brokerChecker) matrix() Matrix {
 	var m Matrix
-	for _, c := range conns {
-		if c.NotKafka != "" || c.Requests == 0 {
-			continue
+	add := func(b *brokerState, col int) {
+		for kind, n := range b.kinds {
+			m.Cells[kind][col] += n
 		}
-		row := 0
-		if c.NewClient {
-			row = 1
-		}
+	}
+	for _, b := range bc.brokers {
 		col := 2
-		switch verdict[c.Key.Broker] {
+		switch b.verdict() {
 		case VerdictIgnores:
 			col = 0
 		case VerdictEnforces:
 			col = 1
 		}
-		m.Cells[row][col]++
+		add(b, col)
 	}
+	add(&bc.unlisted, 2)
 	return m
 }

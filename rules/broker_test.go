@@ -7,7 +7,7 @@ func TestBrokerChecker(t *testing.T) {
 		return typed{rule: BrokerRejectedValid, at: at, expected: Value{Kind: ValueAccepted},
 			seen: Value{Kind: ValueErrorCode, Code: 42}, related: related, answer: answered(42)}
 	}
-	testChecker(t, newBrokerChecker(), []checkerCase{
+	testChecker(t, newBrokerChecker(1000, 1000), []checkerCase{
 		{"rejects a request no rule looks at", Options{}, func(s *script) {
 			c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 			corr := c.req(apiVersions, 3, none(), nil) // 2

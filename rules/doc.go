@@ -21,6 +21,13 @@
 // answer (error codes, or what became of the request), related frames with
 // their roles. Package report says them in words.
 //
+// What the engine keeps for its report is capped (Options: findings,
+// connection rows, instances, brokers, evidence frames; cross-connection
+// maps forget their oldest entries; a capture's long strings are kept cut):
+// memory does not grow with the capture. What a cap leaves out is counted
+// in Result (Dropped, FindingsByRule, FindingCounts, Broker.Enforced and
+// Ignored, Instance.ConnectionCount), so that the report's counts are true.
+//
 // It is pure: decoded events in, findings out; no I/O, clocks, goroutines
 // or globals beyond immutable tables.
 package rules

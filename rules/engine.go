@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -20,8 +21,16 @@ type Options struct {
 	// the most recently seen (default 20 000).
 	MaxInstances int
 	// MaxFindings is how many findings the report keeps, the first ones
-	// (default 50 000); every finding is still counted by severity.
+	// (default 50 000); every finding is still counted, by severity, by
+	// rule and by rule and connection.
 	MaxFindings int
+	// MaxEvidence is how many evidence frames a broker keeps per verdict,
+	// the first ones (default 1 000); every one is counted.
+	MaxEvidence int
+	// MaxBrokers is how many broker endpoints the brokers table keeps,
+	// the first seen (default 1 000); the connections to others are
+	// counted.
+	MaxBrokers int
 }
 
 func (o Options) withDefaults() Options {
@@ -33,6 +42,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFindings <= 0 {
 		o.MaxFindings = 50000
+	}
+	if o.MaxEvidence <= 0 {
+		o.MaxEvidence = 1000
+	}
+	if o.MaxBrokers <= 0 {
+		o.MaxBrokers = 1000
 	}
 	return o
 }
@@ -67,16 +82,21 @@ type Engine struct {
 	// copied to the heap.
 	next   request
 	closed []Connection
-	// What the caps left out, and every finding's severity.
+	// What the caps left out, and every finding made: by severity, by
+	// rule, and by rule and connection for those with a kept finding (at
+	// most MaxFindings of them).
 	droppedConns, droppedFindings int64
 	bySeverity                    [3]int64
+	byRule                        map[string]int64
+	byGroup                       map[FindingGroup]int64
 }
 
 // New returns an engine.
 func New(opt Options) *Engine {
 	opt = opt.withDefaults()
 	e := &Engine{opt: opt, conns: map[int]*conn{}, tele: newTelemetryChecker(),
-		inv: newInventoryChecker(opt.MaxInstances), brokers: newBrokerChecker()}
+		inv: newInventoryChecker(opt.MaxInstances), brokers: newBrokerChecker(opt.MaxBrokers, opt.MaxEvidence),
+		byRule: map[string]int64{}, byGroup: map[FindingGroup]int64{}}
 	// The order in which checkers see each event, and in which the
 	// findings they make at once are listed.
 	e.checkers = []checker{&headerChecker{choice: opt.Profile}, e.tele, newGroupChecker(), e.inv, e.brokers, streamChecker{}}
@@ -93,7 +113,7 @@ type conn struct {
 	// rules.
 	firstID    kafka.UUID
 	hasFirstID bool
-	clientID   string
+	clientID   string        // kept
 	checks     []connChecker // one per Engine.checkers
 	// undecided are requests with possible findings, waiting for their
 	// checkers to choose or for their answer.
@@ -169,7 +189,7 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	h := &ev.Msg.Request
 	c.requests++
 	if !h.ClientIDNull && h.HeaderVersion > 0 {
-		c.clientID = h.ClientID
+		c.clientID = kept(h.ClientID)
 	}
 	q := &e.next
 	*q = request{at: ev.At, h: *h, x: headerIDOf(h), afterGap: c.afterGap, noResponse: ev.Msg.NoResponse, cands: q.cands[:0]}
@@ -187,11 +207,15 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	// it the memory of each idle connection's last request.
 	c.lastReq = nil
 	if len(q.cands) > 0 {
-		kept := new(request)
-		*kept = *q
-		kept.cands = slices.Clone(q.cands)
-		c.lastReq = kept
-		c.undecided = append(c.undecided, kept)
+		held := new(request)
+		*held = *q
+		held.cands = slices.Clone(q.cands)
+		// The checkers read the client ID as the request came: a request
+		// waiting for its findings lets go of it (up to 32 KiB, and a
+		// connection holds up to maxUndecided of them).
+		held.h.ClientID = ""
+		c.lastReq = held
+		c.undecided = append(c.undecided, held)
 	}
 	e.settle(c, false)
 }
@@ -231,7 +255,7 @@ func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Findin
 		return e.out
 	}
 	if ci.ClientID != "" {
-		c.clientID = ci.ClientID
+		c.clientID = kept(ci.ClientID)
 	}
 	// The broker closed after the last request it received, without an
 	// answer: that is how a KIP-1313 broker may reject it.
@@ -415,10 +439,16 @@ func (e *Engine) emit(c *conn, f Finding) {
 	f.Severity = r.Severity
 	f.Conn, f.ConnID = c.info.Endpoints, c.info.ID
 	e.bySeverity[f.Severity]++
+	e.byRule[f.Rule]++
+	g := FindingGroup{f.Rule, f.ConnID}
 	if len(e.findings) < e.opt.MaxFindings {
 		e.findings = append(e.findings, f)
+		e.byGroup[g]++
 	} else {
 		e.droppedFindings++
+		if _, listed := e.byGroup[g]; listed {
+			e.byGroup[g]++
+		}
 	}
 	e.out = append(e.out, f)
 }
@@ -429,9 +459,12 @@ func (e *Engine) Result() Result {
 	slices.SortStableFunc(res.Findings, func(a, b Finding) int { return a.At.Compare(b.At) })
 	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
 	res.Instances = e.inv.list(e.tele.telemetryIDOf)
-	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.inv.dropped}
+	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.inv.dropped,
+		BrokerConnections: e.brokers.unlistedConn}
 	res.FindingsBySeverity = e.bySeverity
+	res.FindingsByRule = maps.Clone(e.byRule)
+	res.FindingCounts = maps.Clone(e.byGroup)
 	res.Brokers = e.brokers.list()
-	res.Matrix = matrix(res.Connections, res.Brokers)
+	res.Matrix = e.brokers.matrix()
 	return res
 }

@@ -22,7 +22,7 @@ var (
 
 // script drives an Engine like the pipeline does, one frame per message.
 type script struct {
-	t     *testing.T
+	t     testing.TB
 	e     *Engine
 	frame int64
 	conns map[int]*sconn
@@ -37,7 +37,7 @@ type sconn struct {
 	pending  map[int32]decode.Event
 }
 
-func newScript(t *testing.T, opt Options) *script {
+func newScript(t testing.TB, opt Options) *script {
 	return &script{t: t, e: New(opt), conns: map[int]*sconn{}}
 }
 

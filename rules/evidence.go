@@ -58,7 +58,9 @@ const (
 
 // Value is an expected or seen value of a finding: its kind and the raw
 // values it is about. Text holds capture-derived strings (client and
-// member IDs), unescaped: the report escapes them for its formats.
+// member IDs), unescaped: the report escapes them for its formats. One
+// longer than 256 bytes is cut, and ends with its length and a digest:
+// "…[32767 bytes, sha256 …]".
 type Value struct {
 	Kind    ValueKind
 	ID      kafka.UUID

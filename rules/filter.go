@@ -12,13 +12,19 @@ type Filter struct {
 
 // Wants reports whether a finding passes the filter.
 func (f *Filter) Wants(x *Finding) bool {
-	if f.Keep != nil && !f.Keep[x.Rule] || f.Skip[x.Rule] {
-		return false
-	}
-	return x.Severity >= f.Min
+	return f.wantsRule(x.Rule, x.Severity)
 }
 
-// Apply keeps the findings of res that pass.
+// wantsRule reports whether the findings of a rule of severity sev pass.
+func (f *Filter) wantsRule(rule string, sev Severity) bool {
+	if f.Keep != nil && !f.Keep[rule] || f.Skip[rule] {
+		return false
+	}
+	return sev >= f.Min
+}
+
+// Apply keeps the findings of res that pass, and the counts of their
+// rules.
 func (f *Filter) Apply(res *Result) {
 	kept := res.Findings[:0]
 	for _, x := range res.Findings {
@@ -27,17 +33,25 @@ func (f *Filter) Apply(res *Result) {
 		}
 	}
 	res.Findings = kept
+	for rule := range res.FindingsByRule {
+		if r, _ := Lookup(rule); !f.wantsRule(rule, r.Severity) {
+			delete(res.FindingsByRule, rule)
+		}
+	}
+	for g := range res.FindingCounts {
+		if r, _ := Lookup(g.Rule); !f.wantsRule(g.Rule, r.Severity) {
+			delete(res.FindingCounts, g)
+		}
+	}
 }
 
 // Failing reports whether res holds a finding of severity at or above
 // min among the findings the filter keeps, counting those the engine's
-// cap left out of the list when every rule is kept.
+// cap left out of the list.
 func (f *Filter) Failing(res *Result, min Severity) bool {
-	if res.Dropped.Findings > 0 && f.Keep == nil && f.Skip == nil {
-		for s := min; s <= Error; s++ {
-			if res.FindingsBySeverity[s] > 0 {
-				return true
-			}
+	for rule, n := range res.FindingsByRule {
+		if r, _ := Lookup(rule); n > 0 && r.Severity >= min && f.wantsRule(rule, r.Severity) {
+			return true
 		}
 	}
 	for _, x := range res.Findings {

@@ -89,10 +89,11 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	}
 	switch h.APIKey {
 	case decode.KeyJoinGroup:
-		gc.joins.set(h.CorrelationID, joinRequest{group: m.Body.GroupID, version: h.APIVersion, header: x})
-		keys := []string{groupKey(connKey(c.info.ID), m.Body.GroupID)}
+		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
+		gc.joins.set(h.CorrelationID, joinRequest{group: group, version: h.APIVersion, header: x})
+		keys := []string{groupKey(connKey(c.info.ID), group)}
 		if id, ok := c.instanceOf(x); ok {
-			keys = append(keys, groupKey(headerKey(id), m.Body.GroupID))
+			keys = append(keys, groupKey(headerKey(id), group))
 		}
 		for _, k := range keys {
 			a, ok := g.required.get(k)
@@ -103,27 +104,28 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 			for _, k := range keys {
 				g.required.delete(k)
 			}
-			if m.Body.MemberID != a.member {
+			if member != a.member {
 				return []cand{{rule: JoinMemberIDNotUsed, expected: Value{Kind: ValueMemberID, Text: a.member},
-					seen: Value{Kind: ValueMemberID, Text: m.Body.MemberID}, related: []Related{{a.at, RoleAssigned}}}}
+					seen: Value{Kind: ValueMemberID, Text: member}, related: []Related{{a.at, RoleAssigned}}}}
 			}
 			return nil
 		}
 	case decode.KeyConsumerGroupHeartbeat:
 		var out []cand
-		if h.APIVersion >= 1 && m.Body.MemberID == "" {
+		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
+		if h.APIVersion >= 1 && member == "" {
 			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID}})
 		}
-		last, _ := gc.members.get(m.Body.GroupID)
-		if m.Body.MemberID != "" && last != "" && m.Body.MemberID != last {
+		last, _ := gc.members.get(group)
+		if member != "" && last != "" && member != last {
 			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: Value{Kind: ValueMemberID, Text: last},
-				seen: Value{Kind: ValueMemberID, Text: m.Body.MemberID}})
+				seen: Value{Kind: ValueMemberID, Text: member}})
 		}
 		switch {
 		case m.Body.MemberEpoch < 0:
-			gc.members.take(m.Body.GroupID) // leaving: a new member ID may follow
-		case m.Body.MemberID != "":
-			gc.members.set(m.Body.GroupID, m.Body.MemberID)
+			gc.members.take(group) // leaving: a new member ID may follow
+		case member != "":
+			gc.members.set(group, member)
 		}
 		return out
 	}
@@ -140,7 +142,7 @@ func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 	if !ok || !m.HasErrorCode || m.ErrorCode != kerr.MemberIDRequired.Code {
 		return nil
 	}
-	a := assigned{member: m.Body.MemberID, at: ev.At}
+	a := assigned{member: kept(m.Body.MemberID), at: ev.At}
 	ck := groupKey(connKey(c.info.ID), req.group)
 	g.required.set(ck, a)
 	gc.required = append(gc.required, ck)

@@ -276,7 +276,7 @@ func (j *acceptedJudge) judge(hv int, x headerID, h *decode.RequestHeader, at ka
 		j.est, j.hasEst, j.estAt = x.id, true, at
 	}
 	if !h.ClientIDNull {
-		out = append(out, cand{rule: HeaderClientIDRepeated, expected: Value{Kind: ValueNullClientID}, seen: Value{Kind: ValueClientID, Text: h.ClientID}})
+		out = append(out, cand{rule: HeaderClientIDRepeated, expected: Value{Kind: ValueNullClientID}, seen: Value{Kind: ValueClientID, Text: kept(h.ClientID)}})
 	}
 	if x.carries && j.hasEst && x.id == j.est && !at.Same(j.estAt) {
 		out = append(out, cand{rule: HeaderIDRepeated, expected: Value{Kind: ValueNoIDRepeated}, seen: x.value()})

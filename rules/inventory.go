@@ -54,6 +54,9 @@ type inventoryConn struct {
 	passive
 	v       *inventoryChecker
 	indexed *clientKey // where index put it
+	// counted are the instances whose full list of connections could not
+	// take this one, but whose count has it.
+	counted []kafka.UUID
 }
 
 func (ic *inventoryConn) request(c *conn, q *request, ev *decode.Event) []cand {
@@ -69,7 +72,7 @@ func (ic *inventoryConn) close(c *conn, _ CloseInfo) []cand {
 
 // instanceState is what the engine knows of one client instance ID.
 // Its lists are slices searched from end to end: they hold a few entries
-// each (at most maxPerInstance), and tens of thousands of instances with
+// each (at most MaxPerInstance), and tens of thousands of instances with
 // four small maps each cost more memory than anything else the engine
 // kept.
 type instanceState struct {
@@ -78,6 +81,7 @@ type instanceState struct {
 	addrs       []addrFrame // first frame per client address
 	brokers     []netip.AddrPort
 	conns       []int
+	connCount   int64 // connections, listed in conns or not
 	first, last kafka.FrameRef
 	seq         int64 // when it was last seen, in requests
 }
@@ -89,15 +93,11 @@ type addrFrame struct {
 
 // addOnce appends v to list unless it is there or the list is full.
 func addOnce[T comparable](list []T, v T) []T {
-	if len(list) < maxPerInstance && !slices.Contains(list, v) {
+	if len(list) < MaxPerInstance && !slices.Contains(list, v) {
 		list = append(list, v)
 	}
 	return list
 }
-
-// maxPerInstance caps each list an instance keeps (client IDs, addresses,
-// brokers, connections): a long capture must not grow them without end.
-const maxPerInstance = 64
 
 // evictInstances forgets the least recently seen quarter of the
 // instances, when the inventory is full.
@@ -113,6 +113,28 @@ func (v *inventoryChecker) evictInstances() {
 			delete(v.instances, id)
 			v.dropped++
 		}
+	}
+}
+
+// countConn lists and counts the connection for the instance once; when
+// the instance's list is full, the connection remembers that it was
+// counted (a connection with more than MaxPerInstance such instances may
+// be counted again).
+func (ic *inventoryConn) countConn(in *instanceState, id int) {
+	if slices.Contains(in.conns, id) {
+		return
+	}
+	if len(in.conns) < MaxPerInstance {
+		in.conns = append(in.conns, id)
+		in.connCount++
+		return
+	}
+	if slices.Contains(ic.counted, in.id) {
+		return
+	}
+	in.connCount++
+	if len(ic.counted) < MaxPerInstance {
+		ic.counted = append(ic.counted, in.id)
 	}
 }
 
@@ -145,11 +167,11 @@ func (ic *inventoryConn) instanceSeen(c *conn, x headerID, at kafka.FrameRef) []
 		in.clientIDs = addOnce(in.clientIDs, c.clientID)
 	}
 	in.brokers = addOnce(in.brokers, c.info.Endpoints.Broker)
-	in.conns = addOnce(in.conns, c.info.ID)
+	ic.countConn(in, c.info.ID)
 	var out []cand
 	addr := c.info.Endpoints.Client.Addr()
 	known := slices.ContainsFunc(in.addrs, func(a addrFrame) bool { return a.addr == addr })
-	if !known && len(in.addrs) < maxPerInstance {
+	if !known && len(in.addrs) < MaxPerInstance {
 		in.addrs = append(in.addrs, addrFrame{addr, at})
 		if len(in.addrs) == 2 {
 			// A second address: reported once, as the list only grows.
@@ -246,7 +268,7 @@ func (ic *inventoryConn) unindex(c *conn) {
 func (v *inventoryChecker) list(telemetryID func(inst kafka.UUID) (kafka.UUID, bool)) []Instance {
 	var out []Instance
 	for _, in := range v.instances {
-		i := Instance{ID: in.id, First: in.first, Last: in.last}
+		i := Instance{ID: in.id, First: in.first, Last: in.last, ConnectionCount: in.connCount}
 		i.ClientIDs = slices.Clone(in.clientIDs)
 		sort.Strings(i.ClientIDs)
 		for _, a := range in.addrs {

@@ -124,10 +124,14 @@ type Broker struct {
 	Endpoint netip.AddrPort
 	Verdict  Verdict
 	// EnforceFrames are the responses (or closes) that rejected a
-	// violating request; IgnoreFrames the ones that accepted one.
-	EnforceFrames []kafka.FrameRef
-	IgnoreFrames  []kafka.FrameRef
-	Connections   int
+	// violating request, IgnoreFrames the ones that accepted one: the
+	// first Options.MaxEvidence of each. Enforced and Ignored count them
+	// all, kept or not.
+	EnforceFrames     []kafka.FrameRef
+	IgnoreFrames      []kafka.FrameRef
+	Enforced, Ignored int64
+	// Connections counts every connection to it, listed or not.
+	Connections int
 	// Telemetry says whether its ApiVersions offered keys 71 and 72
 	// (unknown when no ApiVersions response was seen).
 	Telemetry      bool
@@ -161,13 +165,23 @@ type Instance struct {
 	Addresses   []netip.Addr
 	Brokers     []netip.AddrPort
 	Connections []int
-	First, Last kafka.FrameRef
+	// ConnectionCount counts the connections that used it, listed in
+	// Connections or not. The other lists stop at MaxPerInstance
+	// entries: a full one may have left values out, uncounted.
+	ConnectionCount int64
+	First, Last     kafka.FrameRef
 	// TelemetryIDs are the telemetry client instance IDs it used.
 	TelemetryIDs []kafka.UUID
 }
 
+// MaxPerInstance caps each list an Instance keeps (client IDs, addresses,
+// brokers, connections): a long capture must not grow them without end.
+const MaxPerInstance = 64
+
 // Matrix counts connections per client kind (old: no header IDs, new:
-// header IDs) and broker verdict, as the seed's old/new table.
+// header IDs) and broker verdict, as the seed's old/new table: every
+// Kafka connection that sent a request, listed in Result.Connections or
+// not.
 type Matrix struct {
 	// Cells[client][broker]: client 0 old, 1 new; broker 0 ignores (old),
 	// 1 enforces (new), 2 unknown or mixed.
@@ -186,8 +200,21 @@ type Result struct {
 	// FindingsBySeverity counts every finding made, kept or not, by
 	// Severity (before any filtering by the caller).
 	FindingsBySeverity [3]int64
+	// FindingsByRule counts every finding made, kept or not, by rule (of
+	// the rules the caller's Filter keeps, once applied).
+	FindingsByRule map[string]int64
+	// FindingCounts counts every finding made, kept or not, of each rule
+	// on each connection that has a finding of it in Findings: with the
+	// findings cap, many more than Findings holds.
+	FindingCounts map[FindingGroup]int64
 	// Dropped is what the engine's caps left out of this Result.
 	Dropped Dropped
+}
+
+// FindingGroup is one rule on one connection (Finding.ConnID).
+type FindingGroup struct {
+	Rule   string
+	ConnID int
 }
 
 // Dropped counts what the caps of Options left out of a Result.
@@ -195,4 +222,8 @@ type Dropped struct {
 	Connections int64 // oldest rows of the connections table
 	Findings    int64 // findings after the first MaxFindings
 	Instances   int64 // least recently seen client instances
+	// BrokerConnections are connections to broker endpoints past the
+	// first MaxBrokers, which the brokers list leaves out; the matrix
+	// counts them as of brokers of unknown verdict.
+	BrokerConnections int64
 }
