@@ -51,3 +51,7 @@ func shownCell(s string) string {
 	}
 	return s
 }
+
+// SafeText is shown for the lines a command writes itself (an input
+// problem on stderr names a file and may quote its bytes).
+func SafeText(s string) string { return shown(s) }

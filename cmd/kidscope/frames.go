@@ -75,13 +75,13 @@ Several files are merged in time order; "-" reads standard input.`,
 // readable: it does not change the code.
 func finalStatus(sum *result.Summary, code int) error {
 	for _, w := range sum.CutFrames {
-		fmt.Fprintf(os.Stderr, "kidscope: %s: frame %d: packet cut by the snap length; its missing bytes are a gap\n", sum.FileName(w.File), w.Frame)
+		fmt.Fprintf(os.Stderr, "kidscope: %s: frame %d: packet cut by the snap length; its missing bytes are a gap\n", report.SafeText(sum.FileName(w.File)), w.Frame)
 	}
 	if n := sum.Capture.Cut - int64(len(sum.CutFrames)); n > 0 {
 		fmt.Fprintf(os.Stderr, "kidscope: and %d more packets cut by the snap length\n", n)
 	}
 	for _, p := range sum.Problems {
-		fmt.Fprintln(os.Stderr, "kidscope:", p)
+		fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(p.Error()))
 	}
 	// A finding at or above --fail-on is a verdict on what was read, and
 	// wins over an input that could not be read to its end: a CI job must

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kidscope/kidscope/report"
 )
 
 // Exit codes, as CLI.md defines them.
@@ -44,11 +46,11 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "kidscope:", ee.err)
+			fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own usage errors (unknown flag, missing argument).
-	fmt.Fprintln(os.Stderr, "kidscope:", err)
+	fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(err.Error()))
 	return exitBadInput
 }
