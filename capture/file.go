@@ -101,7 +101,7 @@ type source struct {
 	link   layers.LinkType // classic pcap: the file's link type
 	fcs    int             // classic pcap: bytes of FCS at the end of each frame
 	frame  int64           // frames read so far
-	stop   error           // what stopped the file before its end, a *FrameError
+	stop   error           // what stopped the file before its end, or kept it from being opened
 	longer longerRecords   // records captured longer than the frame was
 	over   oversized       // frames skipped for their captured length
 	extra  extraIfaces     // pcapng interfaces not kept, and their frames
@@ -150,7 +150,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // Open opens the named capture files, "-" meaning stdin, and reads their
 // headers. The format of each (pcap or pcapng, gzip-compressed or not) is
 // told from its first bytes. An input that cannot be opened or is not a
-// capture file is an error naming it; nothing is left open then.
+// capture file is a problem of that input, an error naming it in
+// Problems, and the others are read: Open fails only when none of them
+// can be, with an error naming each, or when stdin is named twice or is
+// not there. Nothing is left open then.
 func Open(paths []string, stdin io.Reader) (*Reader, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("capture: no input files")
@@ -161,6 +164,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 		bufSize = smallBufferSize
 	}
 	sawStdin := false
+	var bad []error
 	for i, path := range paths {
 		var (
 			raw    io.Reader
@@ -182,8 +186,8 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 		} else {
 			f, err := os.Open(path)
 			if err != nil {
-				r.Close()
-				return nil, err
+				bad = append(bad, r.unread(i, name, err))
+				continue
 			}
 			if recs, link := mapPcap(f, name, &r.read); recs != nil {
 				r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
@@ -196,13 +200,27 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 			if closer != nil {
 				closer.Close()
 			}
-			r.Close()
-			return nil, err
+			bad = append(bad, r.unread(i, name, err))
+			continue
 		}
 		s.closer = closer
 		r.srcs = append(r.srcs, s)
 	}
+	if len(bad) == len(paths) {
+		r.Close()
+		return nil, errors.Join(bad...)
+	}
 	return r, nil
+}
+
+// unread adds input index, named name, that could not be opened or is not
+// a capture file, for err, which names it, to be one of Problems; its
+// place in Files stays, so that the other inputs' indexes are theirs.
+func (r *Reader) unread(index int, name string, err error) error {
+	s := &source{index: index, name: name, stop: err}
+	s.head.TCP = &s.tcp.TCP
+	r.srcs = append(r.srcs, s)
+	return err
 }
 
 // mappedSource is the source of a classic pcap file read through a
@@ -330,7 +348,7 @@ func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, erro
 	if !r.primed {
 		r.primed = true
 		for _, s := range r.srcs {
-			if r.advance(s) {
+			if s.pr != nil && r.advance(s) {
 				r.heap = append(r.heap, s)
 				r.up(len(r.heap) - 1)
 			}
@@ -602,10 +620,12 @@ func (r *Reader) pop() {
 // what Next has returned, so the counts may include that packet.
 func (r *Reader) Stats() Stats { return r.stats }
 
-// Problems returns the input problems, as *FrameError values naming the
-// file and the frame, in the order of the files: for each file, the
-// quirks and limits of its records that were read past (see Recovered),
-// if any, then what stopped it before its end, if anything did.
+// Problems returns the input problems in the order of the files, each
+// naming its file: for each file, the quirks and limits of its records
+// that were read past (see Recovered), if any, as *FrameError values
+// naming the frame, then what stopped it before its end, if anything did,
+// also a *FrameError, or what kept it from being opened (an error naming
+// the file).
 func (r *Reader) Problems() []error {
 	var out []error
 	for _, s := range r.srcs {
