@@ -149,8 +149,11 @@ func TestHostileLengths(t *testing.T) {
 		{
 			// A TSO capture with a snap length of 1 MiB is read whole.
 			name: "pcapng 1 MiB packet under a 1 MiB snap length",
-			in:   ng(MiB, func(w *ngWriter) { w.epb(qrec{data: jumbo(t, MiB), orig: MiB}); w.epb(qrec{data: small, orig: len(small)}) }),
-			gz:   true, frames: []int64{1, 2}, lens: []int{MiB - 54, len(segB.payload)},
+			in: ng(MiB, func(w *ngWriter) {
+				w.epb(qrec{data: jumbo(t, MiB), orig: MiB})
+				w.epb(qrec{data: small, orig: len(small)})
+			}),
+			gz: true, frames: []int64{1, 2}, lens: []int{MiB - 54, len(segB.payload)},
 			alloc: 4 * MiB,
 		},
 		{
@@ -181,8 +184,8 @@ func TestHostileLengths(t *testing.T) {
 			alloc: 4 * MiB,
 		},
 		{
-			name: "pcap 1 MiB record under a 1 MiB snap length, mapped",
-			in:   pcapRaw(MiB, uint32(layers.LinkTypeEthernet), whole(jumbo(t, MiB), small)),
+			name:   "pcap 1 MiB record under a 1 MiB snap length, mapped",
+			in:     pcapRaw(MiB, uint32(layers.LinkTypeEthernet), whole(jumbo(t, MiB), small)),
 			frames: []int64{1, 2}, lens: []int{MiB - 54, len(segB.payload)},
 			alloc: 4 * MiB,
 		},
