@@ -63,6 +63,11 @@ type summaryJSON struct {
 	ConnectionsDropped int64   `json:"connections_dropped"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
+	// Input over a limit, read past: only hostile or broken files have
+	// any, so they are left out at zero.
+	OversizedFrames      int64 `json:"oversized_frames,omitempty"`
+	ExtraInterfaces      int64 `json:"extra_interfaces,omitempty"`
+	ExtraInterfaceFrames int64 `json:"extra_interface_frames,omitempty"`
 	// What the report's caps left out (a long live run).
 	DroppedConnections int64    `json:"dropped_connections"`
 	DroppedFindings    int64    `json:"dropped_findings"`
@@ -328,6 +333,8 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,
 	}
+	j.OversizedFrames, j.ExtraInterfaces = s.Capture.OversizedFrames, s.Capture.ExtraInterfaces
+	j.ExtraInterfaceFrames = s.Capture.ExtraInterfaceFrames
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
 	}

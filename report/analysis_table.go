@@ -284,6 +284,9 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.Cut, "packet cut by the snap length", "packets cut by the snap length")
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
 	extra(s.Reassembly.ConnectionsDropped, "connection over --max-connections", "connections over --max-connections")
+	extra(s.Capture.OversizedFrames, "frame over the packet limit, skipped", "frames over the packet limit, skipped")
+	extra(s.Capture.ExtraInterfaces, "pcapng interface over the limit, not kept", "pcapng interfaces over the limit, not kept")
+	extra(s.Capture.ExtraInterfaceFrames, "frame on an interface not kept, skipped", "frames on interfaces not kept, skipped")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line
