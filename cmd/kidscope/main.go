@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -44,7 +45,9 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "kidscope:", ee.err)
+			// An error of several lines (one per input that could not
+			// be read) has each line marked as kidscope's.
+			fmt.Fprintln(os.Stderr, "kidscope:", strings.ReplaceAll(ee.err.Error(), "\n", "\nkidscope: "))
 		}
 		return ee.code
 	}
