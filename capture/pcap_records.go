@@ -36,13 +36,10 @@ func packetLimit(snap uint32) int {
 	return int(snap)
 }
 
-// checkCapLen is the error for a captured length over limit, taken under
+// capLenError is the error for a captured length over limit, taken under
 // snap length snap: in pcapgo's words when the snap length says less.
-func checkCapLen(caplen uint64, limit int, snap uint32) error {
-	switch {
-	case caplen <= uint64(limit):
-		return nil
-	case caplen > uint64(snap):
+func capLenError(caplen, limit int, snap uint32) error {
+	if uint64(caplen) > uint64(snap) {
 		return fmt.Errorf("capture length exceeds snap length: %d > %d", caplen, snap)
 	}
 	return fmt.Errorf("capture length %d is over the %d-byte limit (snap length %d)", caplen, limit, snap)
@@ -114,8 +111,8 @@ func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	ci.Timestamp = time.Unix(int64(f.order.Uint32(h[0:4])), int64(f.order.Uint32(h[4:8])*f.nanos)).UTC()
 	ci.CaptureLength = int(f.order.Uint32(h[8:12]))
 	ci.Length = int(f.order.Uint32(h[12:16]))
-	if err := checkCapLen(uint64(ci.CaptureLength), f.maxCap, f.snap); err != nil {
-		return ci, err
+	if ci.CaptureLength > f.maxCap {
+		return ci, capLenError(ci.CaptureLength, f.maxCap, f.snap)
 	}
 	return ci, nil
 }

@@ -401,24 +401,23 @@ func (r *ngRecords) packetBlock(typ uint32, h []byte) ([]byte, gopacket.CaptureI
 		if err != nil {
 			return nil, ci, err
 		}
-		p, err := r.packet(typ, b, n)
+		hdr, err := r.packet(typ, b, n, &ci)
 		if err != nil {
 			return nil, ci, err // the block is read already, to its end
 		}
-		return b[p.hdr : p.hdr+p.caplen : p.hdr+p.caplen], r.info(typ, b, p), nil
+		end := hdr + ci.CaptureLength
+		return b[hdr:end:end], ci, nil
 	}
 	// n is over the buffer's size, so the block has its 28-byte header.
 	hb, err := r.br.Peek(28)
 	if len(hb) < 28 {
 		return nil, ci, unexpected(err)
 	}
-	p, err := r.packet(typ, hb, n)
+	hdr, err := r.packet(typ, hb, n, &ci)
 	if err != nil {
 		return nil, ci, r.skipped(err, typ, n, 0)
 	}
-	// hb is read before the buffer is filled again.
-	ci = r.info(typ, hb, p)
-	need := p.hdr + p.caplen
+	need := hdr + ci.CaptureLength
 	r.big = slices.Grow(r.big[:0], need)[:need]
 	if _, err := io.ReadFull(r.br, r.big); err != nil {
 		return nil, ci, unexpected(err)
@@ -426,7 +425,7 @@ func (r *ngRecords) packetBlock(typ uint32, h []byte) ([]byte, gopacket.CaptureI
 	if err := r.end(typ, n, need); err != nil {
 		return nil, ci, err
 	}
-	return r.big[p.hdr:need:need], ci, nil
+	return r.big[hdr:need:need], ci, nil
 }
 
 // skipped is what packetBlock returns for err from packet, about a block
@@ -442,41 +441,34 @@ func (r *ngRecords) skipped(err error, typ uint32, n, done int) error {
 	return err
 }
 
-// ngPacket is what a packet block's header says.
-type ngPacket struct {
-	f       *ngInterface
-	id      int
-	hdr     int // bytes before the packet data
-	caplen  int
-	origLen uint32
-}
-
 // packet reads the header of a packet block of type typ and total length
-// n, whose first bytes are b (all of it, or its first 28 bytes). It
-// returns errOversize (with r.overCap and r.overLimit) for a captured
-// length over the interface's limit, and errIfaceFrame for an interface
-// not kept.
-func (r *ngRecords) packet(typ uint32, b []byte, n int) (ngPacket, error) {
+// n, whose first bytes are b (all of it, or its first 28 bytes), into ci,
+// and sets r.link and r.fcs to its interface's. It returns where the
+// packet data starts in the block, errOversize (with r.overCap and
+// r.overLimit) for a captured length over the interface's limit, and
+// errIfaceFrame for an interface not kept.
+func (r *ngRecords) packet(typ uint32, b []byte, n int, ci *gopacket.CaptureInfo) (hdr int, err error) {
 	var (
-		p      = ngPacket{hdr: 28}
-		caplen uint32
+		id              int
+		caplen, origLen uint32
 	)
 	if typ == ngSPB {
-		p.hdr = 12
+		hdr = 12
 		if n < 16 {
-			return p, fmt.Errorf("pcapng simple packet block too short (%d bytes)", n)
+			return hdr, fmt.Errorf("pcapng simple packet block too short (%d bytes)", n)
 		}
 		if len(r.ifaces) == 0 {
-			return p, errors.New("pcapng simple packet block before any interface description")
+			return hdr, errors.New("pcapng simple packet block before any interface description")
 		}
-		p.origLen = r.u32(b[8:12])
-		caplen = p.origLen
+		origLen = r.u32(b[8:12])
+		caplen = origLen
 		if s := r.ifaces[0].snap; s != 0 && caplen > s {
 			caplen = s
 		}
 	} else {
+		hdr = 28
 		if n < 32 {
-			return p, fmt.Errorf("pcapng packet block too short (%d bytes)", n)
+			return hdr, fmt.Errorf("pcapng packet block too short (%d bytes)", n)
 		}
 		v := r.u32(b[8:12])
 		if typ == ngPB {
@@ -485,37 +477,30 @@ func (r *ngRecords) packet(typ uint32, b []byte, n int) (ngPacket, error) {
 		switch {
 		case uint64(v) < uint64(len(r.ifaces)):
 		case uint64(v) < uint64(r.described):
-			return p, errIfaceFrame
+			return hdr, errIfaceFrame
 		default:
-			return p, fmt.Errorf("pcapng packet block on interface %d, which the section does not describe (%d interfaces)", v, r.described)
+			return hdr, fmt.Errorf("pcapng packet block on interface %d, which the section does not describe (%d interfaces)", v, r.described)
 		}
-		p.id = int(v)
-		caplen, p.origLen = r.u32(b[20:24]), r.u32(b[24:28])
+		id = int(v)
+		caplen, origLen = r.u32(b[20:24]), r.u32(b[24:28])
 	}
-	p.f = &r.ifaces[p.id]
-	if uint64(caplen) > uint64(n-p.hdr-4) {
-		return p, fmt.Errorf("pcapng packet block: captured length %d does not fit in its %d-byte block", caplen, n)
+	f := &r.ifaces[id]
+	if uint64(caplen) > uint64(n-hdr-4) {
+		return hdr, fmt.Errorf("pcapng packet block: captured length %d does not fit in its %d-byte block", caplen, n)
 	}
-	if int(caplen) > p.f.maxCap {
+	if int(caplen) > f.maxCap {
 		// Wireshark stops the file here. The block's length tells where
 		// the next one starts, so it is skipped instead, and the file
 		// read on.
-		r.overCap, r.overLimit = int(caplen), p.f.maxCap
-		return p, errOversize
+		r.overCap, r.overLimit = int(caplen), f.maxCap
+		return hdr, errOversize
 	}
-	p.caplen = int(caplen)
-	return p, nil
-}
-
-// info is the capture info of packet p, whose block starts with b, and
-// sets r.link and r.fcs to its interface's.
-func (r *ngRecords) info(typ uint32, b []byte, p ngPacket) gopacket.CaptureInfo {
-	ci := gopacket.CaptureInfo{CaptureLength: p.caplen, Length: int(p.origLen), InterfaceIndex: p.id}
+	ci.CaptureLength, ci.Length, ci.InterfaceIndex = int(caplen), int(origLen), id
 	if typ != ngSPB {
-		ci.Timestamp = p.f.time(r.u32(b[12:16]), r.u32(b[16:20]))
+		ci.Timestamp = f.time(r.u32(b[12:16]), r.u32(b[16:20]))
 	}
-	r.link, r.fcs = p.f.link, p.f.fcs
-	return ci
+	r.link, r.fcs = f.link, f.fcs
+	return hdr, nil
 }
 
 // time converts a timestamp in the interface's units.
