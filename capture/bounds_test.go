@@ -167,6 +167,22 @@ func TestHostileLengths(t *testing.T) {
 			alloc: 2 * MiB,
 		},
 		{
+			name: "pcapng packet with 8 MiB of options: read, the options discarded",
+			in: ng(0, func(w *ngWriter) {
+				body := le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 0), 0), 0)
+				body = le.AppendUint32(le.AppendUint32(body, uint32(len(small))), uint32(len(small)))
+				body = append(body, small...)
+				body = append(body, make([]byte, (4-len(small)%4)%4)...)
+				for range 128 {
+					body = append(body, w.option(1, bytes.Repeat([]byte("c"), 65532))...)
+				}
+				w.block(ngEPB, append(body, 0, 0, 0, 0))
+				w.epb(qrec{data: small, orig: len(small)})
+			}),
+			gz: true, frames: []int64{1, 2}, lens: []int{len(segB.payload), len(segB.payload)},
+			alloc: 2 * MiB,
+		},
+		{
 			// Reproduction: 3.19 GB, and 2.95 GB under --memory-limit 50MiB.
 			name: "pcap snap and captured length 0xfffffff0, gzip", in: pcapHuge(0xfffffff0, 0xfffffff0, 4*MiB), gz: true,
 			problem: "frame 1: capture length 4294967280 is over the 262144-byte limit (snap length 4294967280)",
