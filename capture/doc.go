@@ -20,12 +20,32 @@
 //     network flows ready for gopacket's reassembly.Assembler;
 //   - bad input: a truncated file, a frame cut by the snap length or a
 //     malformed header is counted or recorded with its file and frame, and
-//     reading goes on; nothing in a file can make the reader panic;
+//     reading goes on; nothing in a file can make the reader panic. An
+//     input that cannot be opened or is not a capture file is a problem
+//     of its own and the others are read; Open fails only when none can
+//     be;
+//   - hostile lengths: every length read from a file is checked before
+//     memory is given to it, so reading a file takes memory bounded by
+//     these limits, not by what its lengths declare. A record's captured
+//     length may be max(snap length, 256 KiB), up to 1 MiB; a snap length
+//     over 1 MiB is not believed, and 256 KiB is the limit (packetLimit).
+//     A classic pcap record over it stops the file, as nothing says where
+//     the next record starts. A pcapng block may be 16 MiB long; one over
+//     that stops the file. Only a packet block's header and captured bytes
+//     are copied when it does not fit in the read buffer; a packet block
+//     over the packet limit is skipped by its length (its two copies of
+//     the length agreeing) and counted (Stats.OversizedFrames, a
+//     recovered *OversizeError); section and interface headers are read
+//     option by option through the read buffer, and every other block is
+//     discarded through it. A section keeps 65,536 interfaces; those past
+//     that and the frames on them are counted (Stats.ExtraInterfaces,
+//     ExtraInterfaceFrames, a recovered *InterfaceLimitError);
 //   - quirks of real captures, read as Wireshark reads them: pcapng blocks
 //     that hold no packet (custom blocks, systemd journal and sysdig event
 //     blocks take a frame number, as in Wireshark 4.0; statistics, name
 //     resolution, decryption secrets and unknown blocks are skipped
-//     unread, so secrets are never in memory); records captured longer
+//     unread, discarded through the read buffer, so secrets are never
+//     copied out of it); records captured longer
 //     than the frame's original length (the captured bytes are read, and
 //     the file has one problem, which Recovered tells from one that stopped
 //     it); a snap length of 0 in a pcap header (no limit); the IPv4 total

@@ -101,8 +101,10 @@ type source struct {
 	link   layers.LinkType // classic pcap: the file's link type
 	fcs    int             // classic pcap: bytes of FCS at the end of each frame
 	frame  int64           // frames read so far
-	stop   error           // what stopped the file before its end, a *FrameError
+	stop   error           // what stopped the file before its end, or kept it from being opened
 	longer longerRecords   // records captured longer than the frame was
+	over   oversized       // frames skipped for their captured length
+	extra  extraIfaces     // pcapng interfaces not kept, and their frames
 	head   Packet          // the next TCP packet of this file, when it is in the heap
 	tcp    tcpLayer        // head.TCP points here
 	fixed  [20]byte        // a mapped head's fixed TCP header (Segment.Fixed)
@@ -117,6 +119,19 @@ type longerRecords struct {
 	n                  int64 // how many
 	first              int64 // frame number of the first
 	captured, original int   // its lengths
+}
+
+// oversized counts the frames of a file skipped for a captured length
+// over the packet limit.
+type oversized struct {
+	n, first      int64 // how many; the frame number of the first
+	captured, max int   // the first's captured length and its limit
+}
+
+// extraIfaces counts the pcapng interface descriptions of a file past the
+// limit of their section, and the frames on them.
+type extraIfaces struct {
+	n, first, frames int64 // first: the frame number after the first
 }
 
 // countingReader adds the bytes read through it to total (the progress
@@ -135,7 +150,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // Open opens the named capture files, "-" meaning stdin, and reads their
 // headers. The format of each (pcap or pcapng, gzip-compressed or not) is
 // told from its first bytes. An input that cannot be opened or is not a
-// capture file is an error naming it; nothing is left open then.
+// capture file is a problem of that input, an error naming it in
+// Problems, and the others are read: Open fails only when none of them
+// can be, with an error naming each, or when stdin is named twice or is
+// not there. Nothing is left open then.
 func Open(paths []string, stdin io.Reader) (*Reader, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("capture: no input files")
@@ -146,6 +164,7 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 		bufSize = smallBufferSize
 	}
 	sawStdin := false
+	var bad []error
 	for i, path := range paths {
 		var (
 			raw    io.Reader
@@ -167,8 +186,8 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 		} else {
 			f, err := os.Open(path)
 			if err != nil {
-				r.Close()
-				return nil, err
+				bad = append(bad, r.unread(i, name, err))
+				continue
 			}
 			if recs, link := mapPcap(f, name, &r.read); recs != nil {
 				r.srcs = append(r.srcs, r.mappedSource(i, name, f, recs, link))
@@ -181,13 +200,27 @@ func Open(paths []string, stdin io.Reader) (*Reader, error) {
 			if closer != nil {
 				closer.Close()
 			}
-			r.Close()
-			return nil, err
+			bad = append(bad, r.unread(i, name, err))
+			continue
 		}
 		s.closer = closer
 		r.srcs = append(r.srcs, s)
 	}
+	if len(bad) == len(paths) {
+		r.Close()
+		return nil, errors.Join(bad...)
+	}
 	return r, nil
+}
+
+// unread adds input index, named name, that could not be opened or is not
+// a capture file, for err, which names it, to be one of Problems; its
+// place in Files stays, so that the other inputs' indexes are theirs.
+func (r *Reader) unread(index int, name string, err error) error {
+	s := &source{index: index, name: name, stop: err}
+	s.head.TCP = &s.tcp.TCP
+	r.srcs = append(r.srcs, s)
+	return err
 }
 
 // mappedSource is the source of a classic pcap file read through a
@@ -315,7 +348,7 @@ func (r *Reader) next(p *Packet, buf []byte, shared bool) (Segment, []byte, erro
 	if !r.primed {
 		r.primed = true
 		for _, s := range r.srcs {
-			if r.advance(s) {
+			if s.pr != nil && r.advance(s) {
 				r.heap = append(r.heap, s)
 				r.up(len(r.heap) - 1)
 			}
@@ -419,6 +452,9 @@ func (r *Reader) advance(s *source) (ok bool) {
 			if err == io.EOF {
 				return false
 			}
+			if r.readPast(s, err) {
+				continue
+			}
 			r.fileProblem(s, err)
 			return false
 		}
@@ -494,6 +530,35 @@ func (s *source) noteLonger(captured, original int) {
 	s.longer.n++
 }
 
+// readPast counts a pcapng block that was over a limit and skipped, and
+// returns false for any other err.
+func (r *Reader) readPast(s *source, err error) bool {
+	switch err {
+	case errOversize:
+		s.frame++
+		r.stats.Packets++
+		r.stats.OversizedFrames++
+		if s.over.n == 0 {
+			s.over = oversized{first: s.frame, captured: s.ng.overCap, max: s.ng.overLimit}
+		}
+		s.over.n++
+	case errIfaceNotKept:
+		r.stats.ExtraInterfaces++
+		if s.extra.n == 0 {
+			s.extra.first = s.frame + 1
+		}
+		s.extra.n++
+	case errIfaceFrame:
+		s.frame++
+		r.stats.Packets++
+		r.stats.ExtraInterfaceFrames++
+		s.extra.frames++
+	default:
+		return false
+	}
+	return true
+}
+
 // fileProblem records why s could not be read to its end.
 func (r *Reader) fileProblem(s *source, err error) {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -555,15 +620,23 @@ func (r *Reader) pop() {
 // what Next has returned, so the counts may include that packet.
 func (r *Reader) Stats() Stats { return r.stats }
 
-// Problems returns the input problems, as *FrameError values naming the
-// file and the frame, in the order of the files: for each file, the
-// quirk of its records that was read past (see Recovered), if any, then
-// what stopped it before its end, if anything did.
+// Problems returns the input problems in the order of the files, each
+// naming its file: for each file, the quirks and limits of its records
+// that were read past (see Recovered), if any, as *FrameError values
+// naming the frame, then what stopped it before its end, if anything did,
+// also a *FrameError, or what kept it from being opened (an error naming
+// the file).
 func (r *Reader) Problems() []error {
 	var out []error
 	for _, s := range r.srcs {
 		if l := s.longer; l.n > 0 {
 			out = append(out, &FrameError{File: s.name, Frame: l.first, Err: &LongerError{Captured: l.captured, Original: l.original, More: l.n - 1}})
+		}
+		if o := s.over; o.n > 0 {
+			out = append(out, &FrameError{File: s.name, Frame: o.first, Err: &OversizeError{Captured: o.captured, Limit: o.max, More: o.n - 1}})
+		}
+		if x := s.extra; x.n > 0 {
+			out = append(out, &FrameError{File: s.name, Frame: x.first, Err: &InterfaceLimitError{Limit: maxInterfaces, NotKept: x.n, Frames: x.frames}})
 		}
 		if stop := s.stopped(); stop != nil {
 			out = append(out, stop)
@@ -593,12 +666,54 @@ func (e *LongerError) Error() string {
 	return msg + "; read as captured, as Wireshark reads it"
 }
 
+// OversizeError is the problem of a pcapng file with packet blocks whose
+// captured length is over the packet limit: such a block is skipped by its
+// block length, unread, and the file read on. It is reported once for the
+// file, at the first such frame.
+type OversizeError struct {
+	Captured, Limit int   // the first such frame's captured length, and the limit
+	More            int64 // how many more frames of the file are so
+}
+
+func (e *OversizeError) Error() string {
+	msg := "captured length " + strconv.Itoa(e.Captured) + " is over the " + strconv.Itoa(e.Limit) + "-byte packet limit; frame skipped unread"
+	switch {
+	case e.More == 1:
+		msg += " (so is 1 more frame)"
+	case e.More > 1:
+		msg += " (so are " + strconv.FormatInt(e.More, 10) + " more frames)"
+	}
+	return msg
+}
+
+// InterfaceLimitError is the problem of a pcapng file with a section that
+// describes more interfaces than the Reader keeps: the descriptions past
+// the limit are skipped, and the frames on those interfaces, whose link
+// type is not known then, are skipped undecoded. It is reported once for
+// the file, at the frame after the first description not kept.
+type InterfaceLimitError struct {
+	Limit   int   // interfaces kept of a section
+	NotKept int64 // descriptions skipped, over the file
+	Frames  int64 // frames on them, skipped
+}
+
+func (e *InterfaceLimitError) Error() string {
+	return "more than " + strconv.Itoa(e.Limit) + " interfaces in a pcapng section: " +
+		strconv.FormatInt(e.NotKept, 10) + " interface descriptions not kept, " +
+		strconv.FormatInt(e.Frames, 10) + " frames on them skipped"
+}
+
 // Recovered reports whether err, one of Reader.Problems, left its file
 // read to its end: a quirk of the file's records that the Reader read past
-// (a *LongerError), not what stopped the file.
+// (a *LongerError, *OversizeError or *InterfaceLimitError), not what
+// stopped the file or kept it from being opened.
 func Recovered(err error) bool {
-	var l *LongerError
-	return errors.As(err, &l)
+	var (
+		l *LongerError
+		o *OversizeError
+		x *InterfaceLimitError
+	)
+	return errors.As(err, &l) || errors.As(err, &o) || errors.As(err, &x)
 }
 
 // Files returns the input names in the order given, stdin shown as "stdin";

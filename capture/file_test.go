@@ -11,6 +11,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -616,20 +617,71 @@ func TestOpenErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeFile(t, dir, c.name, c.b)
-			r, err := Open([]string{good, path}, nil)
-			if err == nil {
+			want := "read " + path + ": " + c.msg
+			// Alone, the input fails Open.
+			if r, err := Open([]string{path}, nil); err == nil {
 				r.Close()
-				t.Fatal("no error")
-			}
-			if want := "read " + path + ": " + c.msg; err.Error() != want {
+				t.Errorf("no error alone")
+			} else if err.Error() != want {
 				t.Errorf("error %q, want %q", err, want)
 			}
+			// With a good one, it is a problem of its own, and the good
+			// one is read; indexes stay those of the paths.
+			got, _, probs := readAll(t, []string{path, good}, nil)
+			checkLines(t, got, []string{line(1, 1, segA)})
+			if len(probs) != 1 || probs[0].Error() != want || Recovered(probs[0]) {
+				t.Fatalf("problems %v, want %q", probs, want)
+			}
 			var pe *fs.PathError
-			if !errors.As(err, &pe) || pe.Path != path {
-				t.Errorf("error is not a *fs.PathError for %s: %#v", path, err)
+			if !errors.As(probs[0], &pe) || pe.Path != path {
+				t.Errorf("problem is not a *fs.PathError for %s: %#v", path, probs[0])
 			}
 		})
 	}
+	t.Run("several bad, one good", func(t *testing.T) {
+		empty := writeFile(t, dir, "e.pcap", nil)
+		missing := filepath.Join(dir, "missing.pcap")
+		r, err := Open([]string{empty, good, missing}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		if got := r.Files(); !slices.Equal(got, []string{empty, good, missing}) {
+			t.Errorf("Files() = %v", got)
+		}
+		var p Packet
+		if err := r.Next(&p); err != nil || p.File != 1 || p.Frame != 1 {
+			t.Errorf("Next: %v, file %d frame %d", err, p.File, p.Frame)
+		}
+		if err := r.Next(&p); err != io.EOF {
+			t.Errorf("Next at the end: %v", err)
+		}
+		probs := r.Problems()
+		if len(probs) != 2 || !strings.Contains(probs[0].Error(), empty+": not a pcap or pcapng file (file is empty)") ||
+			!errors.Is(probs[1], fs.ErrNotExist) || !strings.Contains(probs[1].Error(), missing) {
+			t.Errorf("problems %v", probs)
+		}
+	})
+	t.Run("all bad", func(t *testing.T) {
+		empty := writeFile(t, dir, "e2.pcap", nil)
+		missing := filepath.Join(dir, "missing2.pcap")
+		_, err := Open([]string{empty, missing}, nil)
+		if err == nil {
+			t.Fatal("no error")
+		}
+		want := "read " + empty + ": not a pcap or pcapng file (file is empty)\nopen " + missing + ": no such file or directory"
+		if err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("error does not wrap fs.ErrNotExist")
+		}
+	})
+	t.Run("stdin twice", func(t *testing.T) {
+		if _, err := Open([]string{good, "-", "-"}, bytes.NewReader(nil)); err == nil || err.Error() != "read stdin: named more than once" {
+			t.Errorf("error %v", err)
+		}
+	})
 	t.Run("missing", func(t *testing.T) {
 		path := filepath.Join(dir, "x.pcap")
 		_, err := Open([]string{path}, nil)

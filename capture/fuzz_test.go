@@ -34,6 +34,37 @@ func FuzzReader(f *testing.F) {
 	f.Add(pcapBytes(f, layers.LinkTypeLinuxSLL, false, []rec{{ts: t0, data: sll(segA.ip4(f))[:50], wire: 80}}))
 	f.Add(pcap[:len(pcap)-7])
 	f.Add([]byte("Hello, world"))
+	// The hostile lengths (bounds_test.go): a packet block declaring
+	// 4 GiB; one over the packet limit, skipped by its length, and one
+	// whose two lengths disagree; a classic pcap whose snap and captured
+	// lengths are 0xfffffff0; a packet on an interface past the limit
+	// (maxInterfaces is too many for a seed: one interface more than
+	// described stands for it); a flood of name resolution blocks.
+	le := binary.LittleEndian
+	hostile := func(build func(w *ngWriter)) []byte {
+		w := &ngWriter{}
+		w.shb(le)
+		w.idb(layers.LinkTypeEthernet, 0)
+		build(w)
+		return w.b.Bytes()
+	}
+	f.Add(hostile(func(w *ngWriter) { w.b.Write(epbHeader(0xfffffffc, 0xfffffff0)); w.b.Write(zeros(64)) }))
+	over := append(epbHeader(maxRecordLength+36, maxRecordLength+4), zeros(maxRecordLength+4)...)
+	over = le.AppendUint32(over, maxRecordLength+36)
+	f.Add(gzipBytes(f, hostile(func(w *ngWriter) { w.b.Write(over); w.epb(qrec{data: frames[0], orig: len(frames[0])}) })))
+	f.Add(hostile(func(w *ngWriter) { w.b.Write(over[:len(over)-4]); w.b.Write(zeros(4)) }))
+	f.Add(append(pcapRaw(0xfffffff0, 1, nil), append(epbHeader(0xfffffff0, 0xfffffff0)[12:], zeros(64)...)...))
+	f.Add(hostile(func(w *ngWriter) {
+		w.idb(layers.LinkTypeEthernet, 0)
+		w.epb(qrec{data: frames[0], orig: len(frames[0]), iface: 1})
+		w.epb(qrec{data: frames[0], orig: len(frames[0]), iface: 2})
+	}))
+	f.Add(hostile(func(w *ngWriter) {
+		for range 100 {
+			w.block(4, append(le.AppendUint16(le.AppendUint16(nil, 1), 8), zeros(8)...))
+		}
+		w.epb(qrec{data: frames[0], orig: len(frames[0])})
+	}))
 	// The real-world quirks (quirks_test.go).
 	quirks, _ := filepath.Glob(filepath.Join("testdata", "quirks", "*"))
 	for _, q := range quirks {
@@ -73,7 +104,7 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 		st := r.Stats()
-		if st.TCP != n || st.Packets != st.TCP+st.NotTCP+st.Malformed || st.Cut > st.TCP || st.Padded > st.TCP {
+		if st.TCP != n || st.Packets != st.TCP+st.NotTCP+st.Malformed+st.OversizedFrames+st.ExtraInterfaceFrames || st.Cut > st.TCP || st.Padded > st.TCP {
 			t.Fatalf("inconsistent stats %+v after %d packets", st, n)
 		}
 		stops, quirks := 0, 0
@@ -84,7 +115,9 @@ func FuzzReader(f *testing.F) {
 				stops++
 			}
 		}
-		if stops > 1 || quirks > 1 {
+		// The quirks: longer records, oversized frames, interfaces past
+		// the limit.
+		if stops > 1 || quirks > 3 {
 			t.Fatalf("problems %v: one file stops at most once, and has each quirk reported at most once", r.Problems())
 		}
 		// The same bytes as a file, which is read through a mapping when

@@ -42,4 +42,12 @@ type Stats struct {
 	Filtered  int64 // frames the capture filter rejected
 	// KernelDrops are frames a live capture's kernel ring had no room for.
 	KernelDrops int64
+	// Input over a limit that was read past (the file's Problems say
+	// where): frames whose captured length is over the packet limit,
+	// skipped by their pcapng block length; pcapng interface descriptions
+	// past the limit of a section, not kept; and the frames on those
+	// interfaces, skipped undecoded. The frames count among Packets.
+	OversizedFrames      int64
+	ExtraInterfaces      int64
+	ExtraInterfaceFrames int64
 }

@@ -13,10 +13,37 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// maxRecordLength mirrors pcapgo's limit on a record's captured length (its
-// snap length, or 256 KiB when that is smaller), so that both readers fail
-// on the same files with the same words.
-const maxRecordLength = 256 << 10
+// Limits on a record's captured length, the only length in a file that
+// memory is given to (a pcapng packet block is bounded by it too).
+// maxRecordLength mirrors pcapgo's and Wireshark's default: a record may
+// be that long whatever the snap length says, so that both readers fail
+// on the same files with the same words. A snap length above it raises the
+// limit up to maxSnapLength: that covers the longest TCP frames a capture
+// of a host with TSO/GSO or Linux BIG TCP holds (512 KiB), with room. A
+// snap length above maxSnapLength is not believed, as libpcap clamps it:
+// no link type read here has frames that long, and the limit is what a
+// record too large for the read buffer may make the reader hold.
+const (
+	maxRecordLength = 256 << 10
+	maxSnapLength   = 1 << 20
+)
+
+// packetLimit is the longest captured length taken under snap length snap.
+func packetLimit(snap uint32) int {
+	if snap <= maxRecordLength || snap > maxSnapLength {
+		return maxRecordLength
+	}
+	return int(snap)
+}
+
+// capLenError is the error for a captured length over limit, taken under
+// snap length snap: in pcapgo's words when the snap length says less.
+func capLenError(caplen, limit int, snap uint32) error {
+	if uint64(caplen) > uint64(snap) {
+		return fmt.Errorf("capture length exceeds snap length: %d > %d", caplen, snap)
+	}
+	return fmt.Errorf("capture length %d is over the %d-byte limit (snap length %d)", caplen, limit, snap)
+}
 
 // pcapRecords reads the records of a classic pcap file out of the input's
 // read buffer: a record that fits in the buffer is handed out where it
@@ -66,7 +93,7 @@ func newPcapFormat(hdr []byte) pcapFormat {
 		f.order, f.nanos = binary.BigEndian, 1
 	}
 	f.snap = f.order.Uint32(hdr[16:20])
-	f.maxCap = max(int(f.snap), maxRecordLength)
+	f.maxCap = packetLimit(f.snap)
 	// The link-type field's upper bits (libpcap's pcap-linktype): with
 	// the F bit 0x04000000 set, bits 28-31 count the 16-bit words of FCS
 	// at the end of every frame.
@@ -85,7 +112,7 @@ func (f *pcapFormat) record(h []byte) (gopacket.CaptureInfo, error) {
 	ci.CaptureLength = int(f.order.Uint32(h[8:12]))
 	ci.Length = int(f.order.Uint32(h[12:16]))
 	if ci.CaptureLength > f.maxCap {
-		return ci, fmt.Errorf("capture length exceeds snap length: %d > %d", ci.CaptureLength, f.snap)
+		return ci, capLenError(ci.CaptureLength, f.maxCap, f.snap)
 	}
 	return ci, nil
 }
@@ -118,8 +145,9 @@ func (r *pcapRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, er
 		return rec[16:], ci, nil
 	}
 	_, _ = r.br.Discard(16)
-	// The length comes from the file: the buffer grows with the bytes
-	// actually there, so a lying header cannot claim gigabytes up front.
+	// The length comes from the file, checked against the limit: the
+	// buffer grows with the bytes actually there, so even a lying header
+	// under the limit gets no more memory than the file has bytes.
 	data := r.big[:0]
 	for len(data) < ci.CaptureLength {
 		chunk := min(ci.CaptureLength-len(data), 1<<20)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -48,10 +49,22 @@ const (
 
 const ngByteOrderMagic = 0x1a2b3c4d
 
-// maxBlockLength bounds a block read whole into memory: packet blocks and
-// interface and section headers (other blocks are skipped unread), far
-// over any real one, so that a lying length is an error, not memory.
-const maxBlockLength = 16 << 20
+// Limits on what a pcapng file's lengths may claim. Only a packet block's
+// header and captured bytes are ever held in memory, and those are
+// bounded by the interface's packet limit (packetLimit); every other block,
+// and a packet block's options, are read through the read buffer or
+// discarded. maxBlockLength is a matter of belief, not memory: a block
+// declared longer is taken for garbage and stops the file, rather than the
+// rest of the file being skipped as one block. 16 MiB is far over any real
+// section or interface header (whose options are at most 64 KiB each) or
+// decryption secrets block. maxInterfaces bounds the interface table of a
+// section: real files describe a handful of interfaces, and a table that
+// grew with a file of nothing but interface descriptions would be the
+// file's size many times over.
+const (
+	maxBlockLength = 16 << 20
+	maxInterfaces  = 1 << 16
+)
 
 // ngRecords reads the blocks of a pcapng file out of the input's read
 // buffer. A packet that fits in the buffer is handed out where it lies,
@@ -60,13 +73,33 @@ type ngRecords struct {
 	br     *bufio.Reader
 	be     bool // the current section is big-endian
 	ifaces []ngInterface
-	big    []byte // a block larger than the read buffer is copied here
+	// described counts the interface descriptions of the current section,
+	// those past maxInterfaces included, which are not kept.
+	described int
+	big       []byte // a packet too large for the read buffer is copied here
 	// Of the record returned last: the link type (linkUnknown for a frame
 	// that is no packet, such as a custom block) and the length of the
 	// FCS at the end of its data.
 	link layers.LinkType
 	fcs  int
+	// Of the frame returned last as errOversize: its captured length and
+	// the limit it is over.
+	overCap, overLimit int
 }
+
+// Blocks read past rather than read: ZeroCopyReadPacketData returns these
+// for the Reader to count, and the file goes on.
+var (
+	// errOversize: a packet block whose captured length is over its
+	// interface's packet limit (r.overCap, r.overLimit), skipped by its
+	// block length. It is a frame.
+	errOversize = errors.New("pcapng packet block over the packet limit")
+	// errIfaceNotKept: an interface description past maxInterfaces.
+	errIfaceNotKept = errors.New("pcapng interface description past the limit")
+	// errIfaceFrame: a packet block on an interface not kept. It is a
+	// frame, which cannot be decoded without its link type.
+	errIfaceFrame = errors.New("pcapng packet block on an interface not kept")
+)
 
 // ngInterface is what an interface description block says.
 type ngInterface struct {
@@ -86,11 +119,7 @@ func newNgRecords(br *bufio.Reader) (*ngRecords, error) {
 	if len(h) < 12 {
 		return nil, unexpected(err)
 	}
-	b, err := r.block(h)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.section(b); err != nil {
+	if err := r.section(h); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -115,8 +144,10 @@ func (r *ngRecords) u32(b []byte) uint32 {
 // Wireshark shows as a frame but that holds no packet (nil data, link
 // linkUnknown). Other blocks are skipped: statistics, name resolution,
 // decryption secrets (never read into memory) and types this reader does
-// not know. It returns io.EOF at a clean end of the file and
-// io.ErrUnexpectedEOF when the file ends inside a block.
+// not know. It returns io.EOF at a clean end of the file,
+// io.ErrUnexpectedEOF when the file ends inside a block, and errOversize,
+// errIfaceNotKept or errIfaceFrame for a block read past (the next call
+// reads on).
 func (r *ngRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, error) {
 	for {
 		h, err := r.br.Peek(12)
@@ -129,25 +160,13 @@ func (r *ngRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, erro
 		}
 		switch typ := r.u32(h[0:4]); typ {
 		case ngEPB, ngPB, ngSPB:
-			b, err := r.block(h)
-			if err != nil {
-				return nil, gopacket.CaptureInfo{}, err
-			}
-			return r.packet(typ, b)
+			return r.packetBlock(typ, h)
 		case ngSHB:
-			b, err := r.block(h)
-			if err != nil {
-				return nil, gopacket.CaptureInfo{}, err
-			}
-			if err := r.section(b); err != nil {
+			if err := r.section(h); err != nil {
 				return nil, gopacket.CaptureInfo{}, err
 			}
 		case ngIDB:
-			b, err := r.block(h)
-			if err != nil {
-				return nil, gopacket.CaptureInfo{}, err
-			}
-			if err := r.iface(b); err != nil {
+			if err := r.iface(h); err != nil {
 				return nil, gopacket.CaptureInfo{}, err
 			}
 		case ngCustom, ngCustomNoCopy, ngJournal, ngSysdig, ngSysdigV2, ngSysdigV2L:
@@ -182,13 +201,11 @@ func (r *ngRecords) length(h []byte) (int, error) {
 	if n < 12 || n%4 != 0 {
 		return 0, fmt.Errorf("pcapng block of type %#x: bad total length %d", r.u32(h[0:4]), n)
 	}
-	if uint64(n) > uint64(maxInt) {
-		return 0, fmt.Errorf("pcapng block of type %#x: total length %d too large", r.u32(h[0:4]), n)
+	if n > maxBlockLength {
+		return 0, fmt.Errorf("pcapng block of type %#x: total length %d is over the %d-byte limit", r.u32(h[0:4]), n, maxBlockLength)
 	}
 	return int(n), nil
 }
-
-const maxInt = int(^uint(0) >> 1)
 
 // skip discards a block without reading it into memory.
 func (r *ngRecords) skip(h []byte) error {
@@ -196,55 +213,59 @@ func (r *ngRecords) skip(h []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.br.Discard(n); err != nil {
+	return r.end(r.u32(h[0:4]), n, 0)
+}
+
+// end discards the rest of a block of type typ and total length n, of
+// which done bytes were read, up to its trailing copy of the length, and
+// checks that copy: a block whose two lengths agree was skipped to where
+// the next one starts.
+func (r *ngRecords) end(typ uint32, n, done int) error {
+	if _, err := r.br.Discard(n - 4 - done); err != nil {
 		return unexpected(err)
 	}
+	t, err := r.br.Peek(4)
+	if len(t) < 4 {
+		return unexpected(err)
+	}
+	if end := r.u32(t); int(end) != n {
+		return fmt.Errorf("pcapng block of type %#x: total length %d at its start, %d at its end", typ, n, end)
+	}
+	_, _ = r.br.Discard(4)
 	return nil
 }
 
-// block reads the whole block whose first 12 bytes are h and checks its
-// trailing copy of the length. The bytes are valid until the next read.
-func (r *ngRecords) block(h []byte) ([]byte, error) {
-	n, err := r.length(h)
-	if err != nil {
-		return nil, err
+// block reads the whole block of total length n, no larger than the read
+// buffer, and checks its trailing copy of the length. The bytes are valid
+// until the next read.
+func (r *ngRecords) block(n int) ([]byte, error) {
+	b, err := r.br.Peek(n)
+	if len(b) < n {
+		return nil, unexpected(err)
 	}
-	var b []byte
-	if n <= r.br.Size() {
-		b, err = r.br.Peek(n)
-		if len(b) < n {
-			return nil, unexpected(err)
-		}
-		// Discard only moves the read position: b stays in place until
-		// the buffer is next filled, by the next read.
-		_, _ = r.br.Discard(n)
-	} else {
-		if n > maxBlockLength {
-			return nil, fmt.Errorf("pcapng block of type %#x: total length %d is over the %d-byte limit", r.u32(h[0:4]), n, maxBlockLength)
-		}
-		// The buffer grows with the bytes actually there, so a lying
-		// length cannot claim megabytes up front.
-		b = r.big[:0]
-		for len(b) < n {
-			chunk := min(n-len(b), 1<<20)
-			b = append(b, make([]byte, chunk)...)
-			if _, err := io.ReadFull(r.br, b[len(b)-chunk:]); err != nil {
-				return nil, unexpected(err)
-			}
-		}
-		r.big = b
-	}
+	// Discard only moves the read position: b stays in place until the
+	// buffer is next filled, by the next read.
+	_, _ = r.br.Discard(n)
 	if end := r.u32(b[n-4:]); int(end) != n {
 		return nil, fmt.Errorf("pcapng block of type %#x: total length %d at its start, %d at its end", r.u32(b[0:4]), n, end)
 	}
 	return b, nil
 }
 
-// section reads a section header block: its byte order (set by length),
-// its version; the interfaces of the section before are forgotten.
-func (r *ngRecords) section(b []byte) error {
-	if len(b) < 28 {
-		return fmt.Errorf("pcapng section header: block too short (%d bytes)", len(b))
+// section reads a section header block, whose first 12 bytes are h: its
+// byte order (set by length), its version; the interfaces of the section
+// before are forgotten. Its options are discarded unread.
+func (r *ngRecords) section(h []byte) error {
+	n, err := r.length(h)
+	if err != nil {
+		return err
+	}
+	if n < 28 {
+		return fmt.Errorf("pcapng section header: block too short (%d bytes)", n)
+	}
+	b, err := r.br.Peek(16)
+	if len(b) < 16 {
+		return unexpected(err)
 	}
 	// 1.2 is what some writers put for the same format; Wireshark reads
 	// it, and refuses other versions.
@@ -252,94 +273,192 @@ func (r *ngRecords) section(b []byte) error {
 	if major != 1 || minor != 0 && minor != 2 {
 		return fmt.Errorf("pcapng section header: unsupported version %d.%d", major, minor)
 	}
-	r.ifaces = r.ifaces[:0]
-	return nil
+	r.ifaces, r.described = r.ifaces[:0], 0
+	return r.end(ngSHB, n, 0)
 }
 
-// iface reads an interface description block.
-func (r *ngRecords) iface(b []byte) error {
-	if len(b) < 20 {
-		return fmt.Errorf("pcapng interface description: block too short (%d bytes)", len(b))
+// iface reads an interface description block, whose first 12 bytes are
+// h, through the read buffer: its options one at a time, so that a block
+// of any length takes no memory. Past maxInterfaces in a section it is
+// skipped, and errIfaceNotKept returned.
+func (r *ngRecords) iface(h []byte) error {
+	n, err := r.length(h)
+	if err != nil {
+		return err
+	}
+	if n < 20 {
+		return fmt.Errorf("pcapng interface description: block too short (%d bytes)", n)
+	}
+	id := r.described
+	r.described++
+	if len(r.ifaces) >= maxInterfaces {
+		if err := r.end(ngIDB, n, 0); err != nil {
+			return err
+		}
+		return errIfaceNotKept
+	}
+	b, err := r.br.Peek(16)
+	if len(b) < 16 {
+		return unexpected(err)
 	}
 	f := ngInterface{link: layers.LinkType(r.u16(b[8:10])), snap: r.u32(b[12:16]), units: 1e6, scale: 1e3}
-	f.maxCap = maxRecordLength
-	if uint64(f.snap) > uint64(maxRecordLength) && uint64(f.snap) <= uint64(maxInt) {
-		f.maxCap = int(f.snap)
-	}
-	id := len(r.ifaces)
-	opts := b[16 : len(b)-4]
-	for len(opts) >= 4 {
-		code, n := r.u16(opts[0:2]), int(r.u16(opts[2:4]))
+	f.maxCap = packetLimit(f.snap)
+	_, _ = r.br.Discard(16)
+	done, rest := 16, n-20 // rest: option bytes not read yet, a multiple of 4
+	for rest >= 4 {
+		o, err := r.br.Peek(4)
+		if len(o) < 4 {
+			return unexpected(err)
+		}
+		code, ln := r.u16(o[0:2]), int(r.u16(o[2:4]))
 		if code == optEnd {
 			break
 		}
-		if 4+n > len(opts) {
+		if 4+ln > rest {
 			return fmt.Errorf("pcapng interface %d: option %d runs past the end of its block", id, code)
 		}
-		v := opts[4 : 4+n]
-		switch {
-		case code == optTSResol && n >= 1:
-			exp := uint(v[0] & 0x7f)
-			if v[0]&0x80 != 0 {
-				if exp > 63 {
-					return fmt.Errorf("pcapng interface %d: timestamp resolution 2^-%d is too fine", id, exp)
-				}
-				f.units = 1 << exp
-			} else {
-				if exp > 19 {
-					return fmt.Errorf("pcapng interface %d: timestamp resolution 10^-%d is too fine", id, exp)
-				}
-				f.units = 1
-				for range exp {
-					f.units *= 10
-				}
-			}
-			f.scale = 0
-			if f.units <= 1e9 && 1e9%f.units == 0 {
-				f.scale = 1e9 / f.units
-			}
-		case code == optTSOffset && n >= 8:
-			if r.be {
-				f.offset = int64(binary.BigEndian.Uint64(v))
-			} else {
-				f.offset = int64(binary.LittleEndian.Uint64(v))
-			}
-		case code == optFCSLen && n >= 1:
-			// The specification counts bits; some writers put bytes.
-			// As Wireshark does, a value that is not a whole number of
-			// bytes is taken as bytes.
-			f.fcs = int(v[0])
-			if f.fcs%8 == 0 {
-				f.fcs /= 8
-			}
+		// No option read here needs more than its first 8 bytes.
+		o, err = r.br.Peek(4 + min(ln, 8))
+		if len(o) < 4+min(ln, 8) {
+			return unexpected(err)
 		}
-		opts = opts[4+(n+3)&^3:]
+		if err := f.option(r, code, o[4:], ln); err != nil {
+			return fmt.Errorf("pcapng interface %d: %w", id, err)
+		}
+		step := 4 + (ln+3)&^3
+		if _, err := r.br.Discard(step); err != nil {
+			return unexpected(err)
+		}
+		done, rest = done+step, rest-step
 	}
 	if f.link != layers.LinkTypeEthernet {
 		// Only Ethernet frames are parsed with their FCS in mind.
 		f.fcs = 0
 	}
+	if err := r.end(ngIDB, n, done); err != nil {
+		return err
+	}
 	r.ifaces = append(r.ifaces, f)
 	return nil
 }
 
-// packet reads an enhanced, simple or (obsolete) packet block.
-func (r *ngRecords) packet(typ uint32, b []byte) ([]byte, gopacket.CaptureInfo, error) {
+// option reads interface option code, whose value is ln bytes long and
+// starts with v (its first 8 bytes at most).
+func (f *ngInterface) option(r *ngRecords, code uint16, v []byte, ln int) error {
+	switch {
+	case code == optTSResol && ln >= 1:
+		exp := uint(v[0] & 0x7f)
+		if v[0]&0x80 != 0 {
+			if exp > 63 {
+				return fmt.Errorf("timestamp resolution 2^-%d is too fine", exp)
+			}
+			f.units = 1 << exp
+		} else {
+			if exp > 19 {
+				return fmt.Errorf("timestamp resolution 10^-%d is too fine", exp)
+			}
+			f.units = 1
+			for range exp {
+				f.units *= 10
+			}
+		}
+		f.scale = 0
+		if f.units <= 1e9 && 1e9%f.units == 0 {
+			f.scale = 1e9 / f.units
+		}
+	case code == optTSOffset && ln >= 8:
+		if r.be {
+			f.offset = int64(binary.BigEndian.Uint64(v))
+		} else {
+			f.offset = int64(binary.LittleEndian.Uint64(v))
+		}
+	case code == optFCSLen && ln >= 1:
+		// The specification counts bits; some writers put bytes. As
+		// Wireshark does, a value that is not a whole number of bytes is
+		// taken as bytes.
+		f.fcs = int(v[0])
+		if f.fcs%8 == 0 {
+			f.fcs /= 8
+		}
+	}
+	return nil
+}
+
+// packetBlock reads an enhanced, simple or (obsolete) packet block whose
+// first 12 bytes are h. One that fits in the read buffer is handed out
+// where it lies; a larger one has its header and captured bytes, which
+// its interface's packet limit bounds, copied into r.big, and its options
+// discarded. One whose captured length is over that limit is skipped by
+// its block length, as is one on an interface not kept.
+func (r *ngRecords) packetBlock(typ uint32, h []byte) ([]byte, gopacket.CaptureInfo, error) {
 	var ci gopacket.CaptureInfo
+	n, err := r.length(h)
+	if err != nil {
+		return nil, ci, err
+	}
+	if n <= r.br.Size() {
+		b, err := r.block(n)
+		if err != nil {
+			return nil, ci, err
+		}
+		hdr, err := r.packet(typ, b, n, &ci)
+		if err != nil {
+			return nil, ci, err // the block is read already, to its end
+		}
+		end := hdr + ci.CaptureLength
+		return b[hdr:end:end], ci, nil
+	}
+	// n is over the buffer's size, so the block has its 28-byte header.
+	hb, err := r.br.Peek(28)
+	if len(hb) < 28 {
+		return nil, ci, unexpected(err)
+	}
+	hdr, err := r.packet(typ, hb, n, &ci)
+	if err != nil {
+		return nil, ci, r.skipped(err, typ, n, 0)
+	}
+	need := hdr + ci.CaptureLength
+	r.big = slices.Grow(r.big[:0], need)[:need]
+	if _, err := io.ReadFull(r.br, r.big); err != nil {
+		return nil, ci, unexpected(err)
+	}
+	if err := r.end(typ, n, need); err != nil {
+		return nil, ci, err
+	}
+	return r.big[hdr:need:need], ci, nil
+}
+
+// skipped is what packetBlock returns for err from packet, about a block
+// of type typ and total length n of which done bytes were read: the block
+// is discarded to its end and err returned when it is one to read past.
+func (r *ngRecords) skipped(err error, typ uint32, n, done int) error {
+	if err != errOversize && err != errIfaceFrame {
+		return err
+	}
+	if e := r.end(typ, n, done); e != nil {
+		return e
+	}
+	return err
+}
+
+// packet reads the header of a packet block of type typ and total length
+// n, whose first bytes are b (all of it, or its first 28 bytes), into ci,
+// and sets r.link and r.fcs to its interface's. It returns where the
+// packet data starts in the block, errOversize (with r.overCap and
+// r.overLimit) for a captured length over the interface's limit, and
+// errIfaceFrame for an interface not kept.
+func (r *ngRecords) packet(typ uint32, b []byte, n int, ci *gopacket.CaptureInfo) (hdr int, err error) {
 	var (
-		id      int
-		data    []byte
-		hdr     = 28 // bytes before the packet data
-		caplen  uint32
-		origLen uint32
+		id              int
+		caplen, origLen uint32
 	)
 	if typ == ngSPB {
 		hdr = 12
-		if len(b) < 16 {
-			return nil, ci, fmt.Errorf("pcapng simple packet block too short (%d bytes)", len(b))
+		if n < 16 {
+			return hdr, fmt.Errorf("pcapng simple packet block too short (%d bytes)", n)
 		}
 		if len(r.ifaces) == 0 {
-			return nil, ci, errors.New("pcapng simple packet block before any interface description")
+			return hdr, errors.New("pcapng simple packet block before any interface description")
 		}
 		origLen = r.u32(b[8:12])
 		caplen = origLen
@@ -347,33 +466,41 @@ func (r *ngRecords) packet(typ uint32, b []byte) ([]byte, gopacket.CaptureInfo, 
 			caplen = s
 		}
 	} else {
-		if len(b) < 32 {
-			return nil, ci, fmt.Errorf("pcapng packet block too short (%d bytes)", len(b))
+		hdr = 28
+		if n < 32 {
+			return hdr, fmt.Errorf("pcapng packet block too short (%d bytes)", n)
 		}
 		v := r.u32(b[8:12])
 		if typ == ngPB {
 			v = uint32(r.u16(b[8:10]))
 		}
-		if uint64(v) >= uint64(len(r.ifaces)) {
-			return nil, ci, fmt.Errorf("pcapng packet block on interface %d, which the section does not describe (%d interfaces)", v, len(r.ifaces))
+		switch {
+		case uint64(v) < uint64(len(r.ifaces)):
+		case uint64(v) < uint64(r.described):
+			return hdr, errIfaceFrame
+		default:
+			return hdr, fmt.Errorf("pcapng packet block on interface %d, which the section does not describe (%d interfaces)", v, r.described)
 		}
 		id = int(v)
 		caplen, origLen = r.u32(b[20:24]), r.u32(b[24:28])
 	}
 	f := &r.ifaces[id]
-	if uint64(caplen) > uint64(len(b)-hdr-4) {
-		return nil, ci, fmt.Errorf("pcapng packet block: captured length %d does not fit in its %d-byte block", caplen, len(b))
+	if uint64(caplen) > uint64(n-hdr-4) {
+		return hdr, fmt.Errorf("pcapng packet block: captured length %d does not fit in its %d-byte block", caplen, n)
 	}
 	if int(caplen) > f.maxCap {
-		return nil, ci, fmt.Errorf("capture length exceeds snap length: %d > %d", caplen, f.snap)
+		// Wireshark stops the file here. The block's length tells where
+		// the next one starts, so it is skipped instead, and the file
+		// read on.
+		r.overCap, r.overLimit = int(caplen), f.maxCap
+		return hdr, errOversize
 	}
-	data = b[hdr : hdr+int(caplen) : hdr+int(caplen)]
 	ci.CaptureLength, ci.Length, ci.InterfaceIndex = int(caplen), int(origLen), id
 	if typ != ngSPB {
 		ci.Timestamp = f.time(r.u32(b[12:16]), r.u32(b[16:20]))
 	}
 	r.link, r.fcs = f.link, f.fcs
-	return data, ci, nil
+	return hdr, nil
 }
 
 // time converts a timestamp in the interface's units.

@@ -218,7 +218,9 @@ func TestNgRecordsErrors(t *testing.T) {
 			"pcapng packet block too short (20 bytes)"},
 		{"block over the limit", func(w *ngWriter) { w.b.Write(rawHeader(6, maxBlockLength+4)) }, 1,
 			"pcapng block of type 0x6: total length 16777220 is over the 16777216-byte limit"},
-		{"huge unknown block: skipped, then the file ends", func(w *ngWriter) { w.b.Write(rawHeader(0x77, 1<<30)) }, 1,
+		{"huge unknown block: not believed", func(w *ngWriter) { w.b.Write(rawHeader(0x77, 1<<30)) }, 1,
+			"pcapng block of type 0x77: total length 1073741824 is over the 16777216-byte limit"},
+		{"unknown block at the limit: skipped, then the file ends", func(w *ngWriter) { w.b.Write(rawHeader(0x77, maxBlockLength)) }, 1,
 			"truncated file: block cut short"},
 	}
 	for _, c := range cases {

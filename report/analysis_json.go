@@ -76,6 +76,10 @@ type summaryJSON struct {
 	// Bodies not decoded: over --max-body-buffer, over the decoder's cap.
 	BodiesSkippedBudget   int64 `json:"bodies_skipped_budget"`
 	BodiesSkippedTooLarge int64 `json:"bodies_skipped_too_large"`
+	// Input over a limit, read past (hostile or broken files).
+	OversizedFrames      int64 `json:"oversized_frames"`
+	ExtraInterfaces      int64 `json:"extra_interfaces"`
+	ExtraInterfaceFrames int64 `json:"extra_interface_frames"`
 	// What the report's caps left out (a long live run).
 	DroppedConnections int64 `json:"dropped_connections"`
 	DroppedFindings    int64 `json:"dropped_findings"`
@@ -355,6 +359,8 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		Problems:         []string{}, Interrupted: s.Interrupted,
 	}
 	j.BodiesSkippedBudget, j.BodiesSkippedTooLarge = s.BodiesSkippedBudget, s.BodiesSkippedTooLarge
+	j.OversizedFrames, j.ExtraInterfaces = s.Capture.OversizedFrames, s.Capture.ExtraInterfaces
+	j.ExtraInterfaceFrames = s.Capture.ExtraInterfaceFrames
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
 	}

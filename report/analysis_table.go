@@ -289,6 +289,9 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
 	extra(s.BodiesSkippedBudget, "body not decoded: over --max-body-buffer", "bodies not decoded: over --max-body-buffer")
 	extra(s.BodiesSkippedTooLarge, "body not decoded: too large", "bodies not decoded: too large")
+	extra(s.Capture.OversizedFrames, "frame over the packet limit, skipped", "frames over the packet limit, skipped")
+	extra(s.Capture.ExtraInterfaces, "pcapng interface over the limit, not kept", "pcapng interfaces over the limit, not kept")
+	extra(s.Capture.ExtraInterfaceFrames, "frame on an interface not kept, skipped", "frames on interfaces not kept, skipped")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line

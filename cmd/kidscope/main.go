@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/kidscope/kidscope/report"
@@ -46,7 +47,11 @@ func run(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(ee.err.Error()))
+			// An error of several lines (one per input that could not
+			// be read) has each line marked as kidscope's.
+			for _, line := range strings.Split(ee.err.Error(), "\n") {
+				fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(line))
+			}
 		}
 		return ee.code
 	}
