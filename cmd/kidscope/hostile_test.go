@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,15 +43,13 @@ type measured struct {
 const rssLauncherEnv = "KIDSCOPE_TEST_RSS_OUT"
 
 // launchMeasured runs args, passing its output through, and writes its
-// peak RSS in bytes to the file out. It returns the child's exit code.
+// exit code and peak RSS in bytes to the file out. It returns 0, or 125
+// when it could not run or report.
 func launchMeasured(out string, args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if cmd.ProcessState == nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 125
 	}
@@ -58,37 +57,58 @@ func launchMeasured(out string, args []string) int {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss << 10 // kilobytes on Linux
 	}
-	if err := os.WriteFile(out, []byte(strconv.FormatInt(rss, 10)), 0o600); err != nil {
+	report := fmt.Sprintf("%d %d", cmd.ProcessState.ExitCode(), rss)
+	if err := os.WriteFile(out, []byte(report), 0o600); err != nil {
 		return 125
 	}
-	return code
+	return 0
 }
 
-func runMeasured(t *testing.T, args ...string) measured {
+// launched is one run of the binary through the launcher.
+type launched struct {
+	stdout, stderr string
+	code           int   // -1 when a signal ended it
+	rss            int64 // peak resident set, bytes
+	took           time.Duration
+	timeout        bool
+}
+
+// launch runs the binary with args through the launcher; ctx's end kills
+// both.
+func launch(ctx context.Context, t *testing.T, env []string, args ...string) launched {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "rss")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, append([]string{binary}, args...)...)
-	cmd.Env = append(os.Environ(), rssLauncherEnv+"="+out)
+	cmd := exec.CommandContext(ctx, self, append([]string{binary}, args...)...)
+	cmd.Env = append(append(os.Environ(), env...), rssLauncherEnv+"="+out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err = cmd.Run()
-	m := measured{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
-	if ee, ok := err.(*exec.ExitError); ok {
-		m.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run kidscope: %v", err)
+	runErr := cmd.Run()
+	r := launched{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start), timeout: ctx.Err() != nil}
+	if r.timeout {
+		r.code = -1
+		return r
 	}
 	b, err := os.ReadFile(out)
-	if err != nil || m.code == 125 {
-		t.Fatalf("the launcher measured nothing: %v (%s)", err, m.stderr)
+	if err != nil {
+		t.Fatalf("the launcher measured nothing: %v, %v (%s)", runErr, err, r.stderr)
 	}
-	m.rss, _ = strconv.ParseInt(string(b), 10, 64)
-	return m
+	if _, err := fmt.Sscan(string(b), &r.code, &r.rss); err != nil {
+		t.Fatalf("the launcher's report %q: %v", b, err)
+	}
+	return r
+}
+
+func runMeasured(t *testing.T, args ...string) measured {
+	t.Helper()
+	r := launch(context.Background(), t, nil, args...)
+	return measured{stdout: r.stdout, stderr: r.stderr, code: r.code, rss: r.rss, took: r.took}
 }
 
 // hostileCase is one crafted input and what kidscope must make of it.

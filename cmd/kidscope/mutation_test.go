@@ -10,14 +10,12 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -252,20 +250,8 @@ func runLimited(t *testing.T, args ...string) runResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", maxRSSKiB>>12), "NO_COLOR=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := runResult{stdout: stdout.String(), stderr: stderr.String(), timeout: ctx.Err() != nil}
-	if cmd.ProcessState == nil {
-		t.Fatalf("run kidscope %v: %v", args, err)
-	}
-	r.code = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss
-	}
-	return r
+	r := launch(ctx, t, []string{fmt.Sprintf("GOMEMLIMIT=%dMiB", maxRSSKiB>>12), "NO_COLOR=1"}, args...)
+	return runResult{stdout: r.stdout, stderr: r.stderr, timeout: r.timeout, code: r.code, maxRSS: r.rss >> 10}
 }
 
 // framesSummary is the closing line `frames -o csv` writes to stderr.
