@@ -337,6 +337,9 @@ func FuzzAgainstGopacket(f *testing.F) {
 				na.Expire(s.at) // as a live capture does while no packet comes
 				ra.Expire(s.at)
 			}
+			if na.farHeld > 0 {
+				return // past where the two can differ (see farHeld)
+			}
 			compare(t, frames, &checked, nl.events, rl.events)
 			if st, rt := na.Stats(), ra.Stats(); st != Stats(rt) {
 				t.Fatalf("after %d segments: stats %+v, reference %+v", frames, st, rt)

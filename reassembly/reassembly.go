@@ -166,6 +166,14 @@ type Assembler struct {
 	nextID int
 	live   int // connections tracked now, dropped ones aside
 	pages  int // out-of-order pages held by all connections
+	arena  arena
+	// farHeld counts segments held ending more than a quarter of the
+	// sequence space after next. The pages are ordered by their distance
+	// from next; gopacket, and the assembler that copied it, placed a
+	// segment by comparing it with each page by seqDiff, which beyond a
+	// quarter of the space is no order: there the two may place it
+	// differently, and the differential test stops comparing.
+	farHeld int
 	// quietSince is no later than any tracked connection's last segment
 	// (lastSeen only grows, and new connections start at the time of
 	// their first), so that Expire can tell without a look at each

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -98,7 +97,7 @@ type half struct {
 	fin      uint32
 	finAhead bool
 	closed   bool
-	held     []page // out-of-order data, in sequence order
+	held     heldTree // out-of-order data, in sequence order
 }
 
 type streamList struct{ head, tail *stream }
@@ -323,8 +322,9 @@ func (a *Assembler) complete(s *stream) {
 func (a *Assembler) closeHalf(s *stream, d kafka.Direction) {
 	h := &s.half[d]
 	h.closed = true
-	a.pages -= len(h.held)
-	h.held = nil
+	a.pages -= h.held.n
+	a.arena.releaseAll(h.held.root)
+	h.held = heldTree{}
 	if s.half[1-d].closed {
 		a.complete(s)
 	}
@@ -506,9 +506,9 @@ func (a *Assembler) assemble(s *stream, d kafka.Direction, tcp *layers.TCP, ref 
 			h.fin, h.finAhead = seq+uint32(len(data)), true
 		}
 		a.overlapHeld(h, seq, data, true, end, ref)
-		if len(h.held) >= a.opt.MaxPagesPerConnection || a.pages >= a.opt.MaxPagesTotal {
+		if h.held.n >= a.opt.MaxPagesPerConnection || a.pages >= a.opt.MaxPagesTotal {
 			// At a cap: give up the first hole.
-			if len(h.held) > 0 {
+			if h.held.n > 0 {
 				next, moved = a.handOverHeld(s, d, false, ref), true
 			}
 		}
@@ -543,50 +543,66 @@ func overlapSent(h *half, seq uint32, data []byte) (uint32, []byte) {
 // into it (and then count as the page's frame). With hold, what is left
 // of the new bytes is held too; it returns what is left.
 func (a *Assembler) overlapHeld(h *half, seq uint32, data []byte, hold, end bool, ref frameRef) []byte {
-	start, stop := seq, seq+uint32(len(data))
-	i := len(h.held) - 1
-	for ; i >= 0; i-- {
-		cur := &h.held[i]
-		if seqDiff(stop, cur.seq) > 0 {
-			continue // after the new bytes
-		}
-		curStop := cur.seq + uint32(len(cur.data))
-		if seqDiff(start, curStop) <= 0 {
-			break // before them
-		}
-		fromStart, fromStop := seqDiff(start, cur.seq), seqDiff(stop, curStop)
-		switch {
-		case fromStop <= 0 && fromStart >= 0: // covered by them
-			h.held = slices.Delete(h.held, i, i+1)
-			a.pages--
-			continue
-		case fromStop < 0 && seqDiff(start, curStop) > 0: // its end under their start
-			cur.data = cur.data[:-fromStart]
-		case fromStart > 0 && seqDiff(stop, cur.seq) < 0: // its start under their end
-			cut := -seqDiff(stop, cur.seq)
-			cur.data = cur.data[cut:]
-			cur.seq += uint32(cut)
-			continue
-		case fromStop >= 0 && fromStart <= 0: // around them
-			copy(cur.data[-fromStart:], data)
-			data = data[:0]
-			continue
-		default:
-			continue
-		}
-		break
-	}
-	if !hold || len(data) == 0 {
+	if len(data) == 0 || h.held.n == 0 && !hold {
 		return data
 	}
-	// Hold the rest, cut into pages, after page i.
+	ar := &a.arena
+	base := h.next
+	start := off(seq, base)
+	stop := start + int64(len(data))
+	before, rest := ar.split(h.held.root, start, base)
+	if before != 0 {
+		cur := &ar.nodes[ar.last(before)]
+		curStart := off(cur.seq, base)
+		if curStop := curStart + int64(len(cur.data)); curStop > start {
+			if curStop >= stop { // around them
+				copy(cur.data[start-curStart:], data)
+				data = data[:0]
+			} else { // its end under their start
+				cur.data = cur.data[:start-curStart]
+			}
+		}
+	}
+	under, after := ar.split(rest, stop, base)
+	for under != 0 {
+		var i int32
+		under, i = ar.popFirst(under)
+		cur := &ar.nodes[i]
+		curStart := off(cur.seq, base)
+		curStop := curStart + int64(len(cur.data))
+		switch {
+		case curStop <= stop: // covered by them
+			ar.release(i)
+			h.held.n--
+			a.pages--
+			continue
+		case curStart == start: // around them
+			copy(cur.data, data)
+			data = data[:0]
+		default: // its start under their end
+			cut := stop - curStart
+			cur.data = cur.data[cut:]
+			cur.seq += uint32(cut)
+		}
+		after = ar.merge(i, after) // it now starts at or after their end
+	}
+	if !hold || len(data) == 0 {
+		h.held.root = ar.merge(before, after)
+		return data
+	}
+	if stop > 1<<30 {
+		a.farHeld++
+	}
+	// Hold the rest, cut into pages, between those before and after it.
 	n := (len(data) + pageSize - 1) / pageSize
-	h.held = slices.Insert(h.held, i+1, make([]page, n)...)
 	buf := bytes.Clone(data)
+	var run int32
 	for j := range n {
 		lo, hi := j*pageSize, min((j+1)*pageSize, len(buf))
-		h.held[i+1+j] = page{seq: seq + uint32(lo), data: buf[lo:hi:hi], ref: ref, seen: ref.at, end: end && j == n-1}
+		run = ar.merge(run, ar.alloc(page{seq: seq + uint32(lo), data: buf[lo:hi:hi], ref: ref, seen: ref.at, end: end && j == n-1}))
 	}
+	h.held.root = ar.merge(ar.merge(before, run), after)
+	h.held.n += n
 	a.pages += n
 	return data
 }
@@ -603,8 +619,11 @@ type chunk struct {
 // contiguous to it, skipping the bytes missing before it.
 func (a *Assembler) handOverHeld(s *stream, d kafka.Direction, flushing bool, ctx frameRef) uint32 {
 	h := &s.half[d]
-	p := h.held[0]
-	h.held = slices.Delete(h.held, 0, 1)
+	var i int32
+	h.held.root, i = a.arena.popFirst(h.held.root)
+	p := a.arena.nodes[i].page
+	a.arena.release(i)
+	h.held.n--
 	a.pages--
 	return a.handOver(s, d, chunk{seq: p.seq, data: p.data, ref: p.ref, end: p.end}, flushing, ctx)
 }
@@ -619,20 +638,17 @@ func (a *Assembler) handOver(s *stream, d kafka.Direction, lead chunk, flushing 
 	skip := seqDiff(h.next, lead.seq)
 	last := lead.seq + uint32(len(lead.data))
 	n := len(lead.data)
-	taken := 0
-	for taken < len(h.held) && h.held[taken].seq == last {
-		p := &h.held[taken]
+	ar := &a.arena
+	for h.held.root != 0 && ar.nodes[ar.first(h.held.root)].seq == last {
+		var i int32
+		h.held.root, i = ar.popFirst(h.held.root)
+		p := &ar.nodes[i]
 		a.chunks = append(a.chunks, chunk{seq: p.seq, data: p.data, ref: p.ref, end: p.end})
 		last += uint32(len(p.data))
 		n += len(p.data)
-		taken++
-	}
-	if taken > 0 {
-		h.held = slices.Delete(h.held, 0, taken)
-		a.pages -= taken
-		if len(h.held) == 0 {
-			h.held = nil
-		}
+		ar.release(i) // the chunk keeps the bytes
+		h.held.n--
+		a.pages--
 	}
 	end := a.chunks[len(a.chunks)-1].end
 	if h.finAhead && last == h.fin {
@@ -765,7 +781,7 @@ func (a *Assembler) flushHole(s *stream, d kafka.Direction, ctx frameRef) {
 		h.next, h.synced = seq, true
 		return
 	}
-	if seqDiff(h.next, seq) > 0 && len(h.held) > 0 {
+	if seqDiff(h.next, seq) > 0 && h.held.n > 0 {
 		h.next = a.handOverHeld(s, d, true, ctx)
 	}
 }
@@ -775,11 +791,11 @@ func (a *Assembler) flushHole(s *stream, d kafka.Direction, ctx frameRef) {
 // closes the direction.
 func (a *Assembler) skipHole(s *stream, d kafka.Direction) {
 	h := &s.half[d]
-	if len(h.held) == 0 {
+	if h.held.n == 0 {
 		a.closeHalf(s, d)
 		return
 	}
-	h.next = a.handOverHeld(s, d, true, h.held[0].ref)
+	h.next = a.handOverHeld(s, d, true, a.arena.nodes[a.arena.first(h.held.root)].ref)
 }
 
 // expireHalf gives up the holes of direction d before pages captured
@@ -790,17 +806,23 @@ func (a *Assembler) expireHalf(s *stream, d kafka.Direction, flushBefore, idleBe
 	if h.closed {
 		return
 	}
-	for i := len(h.held) - 1; i > 0; i-- {
-		if h.held[i].seen.before(h.held[i-1].seen) {
-			h.held[i-1].seen = h.held[i].seen
+	if h.held.n > 0 {
+		ar := &a.arena
+		earliest := ar.nodes[ar.last(h.held.root)].seen
+		ar.eachBackward(h.held.root, func(p *page) {
+			if earliest.before(p.seen) {
+				p.seen = earliest
+			} else {
+				earliest = p.seen
+			}
+		})
+		for h.held.n > 0 && ar.nodes[ar.first(h.held.root)].seen.before(flushBefore) {
+			if a.skipHole(s, d); h.closed {
+				return
+			}
 		}
 	}
-	for len(h.held) > 0 && h.held[0].seen.before(flushBefore) {
-		if a.skipHole(s, d); h.closed {
-			return
-		}
-	}
-	if len(h.held) == 0 && s.lastSeen.before(idleBefore) {
+	if h.held.n == 0 && s.lastSeen.before(idleBefore) {
 		a.closeHalf(s, d)
 	}
 }
