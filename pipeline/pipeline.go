@@ -161,7 +161,8 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	if opt.Workers > 1 && files != nil {
 		return runParallel(ctx, opt, files, d)
 	}
-	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
+	gate := reassembly.NewGate(opt.Reassembly)
+	asm := newWorker(&opt, opt.Reassembly.Gated(), 1, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {
@@ -197,6 +198,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 				sum.Interrupted = true
 				break
 			}
+			gate.Expire(time.Now())
 			asm.Expire(time.Now())
 			if time.Now().After(nextTick) {
 				nextTick = time.Now().Add(time.Second)
@@ -208,11 +210,14 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 			return sum, err
 		}
 		note(&sum, &p)
-		asm.Add(&p)
+		if gate.AdmitTCP(&p) {
+			asm.Add(&p)
+		}
 	}
 	asm.Finish()
 	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
+	sum.Reassembly.Add(gate.Stats())
 	if files != nil {
 		sum.Problems = files.Problems()
 	}

@@ -69,7 +69,9 @@ type Options struct {
 // they hold what one would. (Connections do not hash evenly enough to
 // split their cap too: one assembler would refuse connections while the
 // total is under it. At the cap, which new connection an assembler
-// refuses then depends on how far each has got.)
+// refuses then depends on how far each has got: a Gate in front of them
+// decides that in capture order instead, and leaves this cap as a bound
+// that is not reached.)
 func (o Options) Split(n int) Options {
 	o = o.withDefaults()
 	if n > 1 {
@@ -131,7 +133,7 @@ func (o Options) withDefaults() Options {
 type Stats struct {
 	Connections        int64 // connections that carried data
 	ConnectionsDropped int64 // connections ignored over MaxConnections
-	Segments           int64 // segments handed to the assembler
+	Segments           int64 // segments on a broker port
 	Ignored            int64 // segments on no broker port
 	Rejected           int64 // segments the TCP state machine refused (after RST, …)
 	Gaps               int64

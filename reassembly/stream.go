@@ -119,10 +119,9 @@ type wideKey struct {
 
 // keyOf returns the key of a segment's connection and which of the key's
 // endpoints sent it.
-func keyOf(f *gopacket.Flow, tcp *layers.TCP) (connKey, uint8) {
+func keyOf(f *gopacket.Flow, sp, dp uint16) (connKey, uint8) {
 	src, dst := f.Endpoints()
 	sr, dr := src.Raw(), dst.Raw()
-	sp, dp := uint16(tcp.SrcPort), uint16(tcp.DstPort)
 	var k connKey
 	if len(sr) == 4 && len(dr) == 4 {
 		x := uint64(binary.BigEndian.Uint32(sr))<<16 | uint64(sp)
@@ -345,7 +344,7 @@ func (a *Assembler) open(s *stream) {
 // segment takes one segment on a broker port.
 func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 	tcp := p.TCP
-	k, side := keyOf(&p.Network, tcp)
+	k, side := keyOf(&p.Network, uint16(tcp.SrcPort), uint16(tcp.DstPort))
 	refuse := true
 	for try := 0; ; try++ {
 		s := a.lookup(&k)
