@@ -282,7 +282,7 @@ func (w *worker) Open(rc *reassembly.Conn) {
 
 func (w *worker) Data(rc *reassembly.Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	wc := rc.User.(*workerConn)
-	w.emit(wc, wc.dec.Feed(d, data, spans))
+	w.emit(rc, wc, wc.dec.Feed(d, data, spans))
 }
 
 func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
@@ -293,13 +293,18 @@ func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.
 
 func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
-	w.emit(wc, wc.dec.Finish())
+	w.emit(rc, wc, wc.dec.Finish())
 	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: wc.dec.Outcome()})
 	wc.dec = nil // its buffers are no longer needed
 }
 
-func (w *worker) emit(wc *workerConn, evs []decode.Event) {
+func (w *worker) emit(rc *reassembly.Conn, wc *workerConn, evs []decode.Event) {
 	for i := range evs {
+		if evs[i].Kind == decode.EventNotKafka {
+			// A new connection on the 4-tuple may take it over (a client
+			// reusing its port), to be decoded afresh.
+			rc.Abandoned = true
+		}
 		w.out.event(wc.conn, &evs[i])
 	}
 }

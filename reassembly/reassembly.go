@@ -15,6 +15,12 @@ type Conn struct {
 	Close kafka.Close
 	// User is the consumer's per-connection state.
 	User any
+	// Abandoned is set by the Handler when the connection carries
+	// something else than what it decodes. A new connection may then take
+	// the 4-tuple without a close: at a SYN, or at bytes whose sequence
+	// number lies too far from the stream's to belong to it (see
+	// Stats.Reused).
+	Abandoned bool
 }
 
 // Handler receives the connections' streams in capture order.
@@ -61,6 +67,9 @@ type Options struct {
 	// sharedLive counts the connections tracked by every assembler made
 	// with options from one Split.
 	sharedLive *atomic.Int64
+	// noReuse keeps a connection on its 4-tuple until it closes, as the
+	// gopacket-based assembler did (for the differential test).
+	noReuse bool
 }
 
 // Split returns the options for n assemblers that share a capture's
@@ -138,6 +147,11 @@ type Stats struct {
 	Rejected           int64 // segments the TCP state machine refused (after RST, …)
 	Gaps               int64
 	GapBytes           int64 // bytes lost in gaps of known size
+	// Reused counts connections ended, without a close, by a new one on
+	// their 4-tuple: a SYN on a connection that was closing, idle for
+	// FlushAfter or Abandoned, or bytes at a sequence number far from an
+	// idle or Abandoned connection's.
+	Reused int64
 }
 
 // Add adds o's counters to s (the totals of several assemblers).
@@ -149,6 +163,7 @@ func (s *Stats) Add(o Stats) {
 	s.Rejected += o.Rejected
 	s.Gaps += o.Gaps
 	s.GapBytes += o.GapBytes
+	s.Reused += o.Reused
 }
 
 // Assembler turns captured TCP segments into in-order byte streams.

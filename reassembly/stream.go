@@ -189,6 +189,7 @@ type stream struct {
 	removed    bool            // no longer tracked
 	opened     bool            // Open was called
 	syn        [2]bool         // a SYN was seen in the direction
+	synSeq     [2]uint32       // the sequence number of that SYN
 	state      tcpState
 	last       frameRef // the last segment accepted
 	lastSeen   stamp    // the latest capture time of its segments
@@ -360,13 +361,27 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 			}
 			s = a.newStream(p, &k, side, ref)
 		}
-		if s.lastSeen.before(ref.at) {
-			s.lastSeen = ref.at
-		}
 		if s.dropped {
+			if s.lastSeen.before(ref.at) {
+				s.lastSeen = ref.at
+			}
 			return
 		}
 		d := s.dir(side)
+		if a.replaces(s, tcp, d, ref) {
+			// The segment starts a new connection on the 4-tuple: the
+			// old one ends here, as if the capture had ended.
+			a.stats.Reused++
+			for _, d := range s.flushOrder() {
+				for !s.half[d].closed {
+					a.skipHole(s, d)
+				}
+			}
+			continue
+		}
+		if s.lastSeen.before(ref.at) {
+			s.lastSeen = ref.at
+		}
 		x, first, ok := s.mustFlush(tcp, d)
 		if ok && first && refuse {
 			// The segment acknowledges bytes missing before the data held
@@ -403,6 +418,41 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 	}
 }
 
+// farJump is how far from a stream's next byte a segment must lie to
+// belong to another connection: further than any window lets a
+// retransmission lag or new bytes run ahead in practice.
+const farJump = 1 << 24
+
+// replaces reports whether a segment in direction d belongs to a new
+// connection on the 4-tuple of s rather than to s: a SYN that is not the
+// one s began with, while s was closing, idle for FlushAfter or
+// Abandoned; or bytes at a sequence number far from the stream's while s
+// was idle or Abandoned. (A SYN on a live connection is dropped by the
+// receiver, RFC 5961, and so is ignored here too.)
+func (a *Assembler) replaces(s *stream, tcp *layers.TCP, d kafka.Direction, ref frameRef) bool {
+	switch {
+	case a.opt.noReuse:
+		return false
+	case tcp.SYN && !tcp.ACK:
+		if s.syn[d] && tcp.Seq == s.synSeq[d] {
+			return false // retransmitted
+		}
+		return s.conn.Abandoned || s.state.phase >= tcpCloseWait || a.idle(s, ref)
+	case len(tcp.Payload) > 0 && s.half[d].synced:
+		if diff := seqDiff(s.half[d].next, tcp.Seq); diff > -farJump && diff < farJump {
+			return false
+		}
+		return s.conn.Abandoned || a.idle(s, ref)
+	}
+	return false
+}
+
+// idle reports whether s has been silent for FlushAfter before ref.
+func (a *Assembler) idle(s *stream, ref frameRef) bool {
+	since := time.Duration(ref.at.sec-s.lastSeen.sec)*time.Second + time.Duration(ref.at.nsec-s.lastSeen.nsec)
+	return since >= a.opt.FlushAfter
+}
+
 // mustFlush decides, for a segment in direction d, whether a direction of
 // the connection must give up the bytes it waits for, because the peer
 // acknowledged them: it received them and the capture lost them (a
@@ -432,8 +482,8 @@ func (s *stream) accept(tcp *layers.TCP, d kafka.Direction, ref frameRef) {
 	}
 	s.track(d, tcp.Seq, tcp.SYN, len(tcp.Payload), tcp.ACK, tcp.Ack)
 	s.last = ref
-	if tcp.SYN {
-		s.syn[d] = true
+	if tcp.SYN && !s.syn[d] {
+		s.syn[d], s.synSeq[d] = true, tcp.Seq
 	}
 	if (tcp.FIN || tcp.RST) && !s.conn.Close.Seen {
 		s.conn.Close = kafka.Close{Seen: true, Reset: tcp.RST, By: d, At: ref.ref()}

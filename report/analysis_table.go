@@ -284,6 +284,7 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.Cut, "packet cut by the snap length", "packets cut by the snap length")
 	extra(s.Capture.Malformed, "malformed packet", "malformed packets")
 	extra(s.Reassembly.ConnectionsDropped, "connection over --max-connections", "connections over --max-connections")
+	extra(s.Reassembly.Reused, "connection ended by a new one on its 4-tuple", "connections ended by a new one on their 4-tuple")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line
