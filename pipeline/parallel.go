@@ -437,7 +437,7 @@ func (rd *dealer) run() {
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		// Connections are admitted here, in capture order, so that which
 		// are analysed does not depend on the workers.
-		if !rd.gate.Admit(p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
+		if !rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
 			continue
 		}
 		pt := c.parts[pick(&p, src, dst, n)]

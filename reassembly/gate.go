@@ -22,21 +22,32 @@ import (
 // gate let it go (its FIN came ahead of missing bytes); it is made with
 // Options.Gated, which gives it twice the cap as a bound of its own.
 type Gate struct {
-	max   int
-	idle  time.Duration
-	clock *FlushClock
-	ports Ports
+	max     int
+	idle    time.Duration
+	ports   Ports
+	expired stamp // when Admit last let go of silent 4-tuples
 
 	keys  map[[2]uint64]int32
 	keys6 map[wideKey]int32
 	// entries[0] is unused: index 0 is none. The 4-tuples followed are
 	// in two lists, oldest segment first: admitted ones and dropped
 	// ones.
-	entries  []gateEntry
-	free     []int32
-	lists    [2]gateList
+	entries []gateEntry
+	free    []int32
+	lists   [2]gateList
+	// The entries of the last two segments' flows: segments of one
+	// connection mostly come in runs, both ways, and a flow is compared
+	// quicker than a key is made.
+	recent   [2]recentFlow
 	dropped  int64
 	segments int64 // segments kept out
+}
+
+type recentFlow struct {
+	network  gopacket.Flow
+	src, dst uint16
+	side     uint8
+	entry    int32
 }
 
 type gateList struct {
@@ -56,7 +67,7 @@ type gateEntry struct {
 func NewGate(opt Options) *Gate {
 	opt = opt.withDefaults()
 	return &Gate{max: opt.MaxConnections, idle: opt.IdleAfter + opt.FlushAfter + time.Second, ports: opt.Ports,
-		clock: NewFlushClock(opt.Ports), keys: make(map[[2]uint64]int32), keys6: make(map[wideKey]int32),
+		keys: make(map[[2]uint64]int32), keys6: make(map[wideKey]int32),
 		entries: make([]gateEntry, 1)}
 }
 
@@ -86,7 +97,7 @@ func (g *Gate) AdmitTCP(p *capture.Packet) bool {
 	if t.RST {
 		flags |= flagRST
 	}
-	return g.Admit(p.Network, uint16(t.SrcPort), uint16(t.DstPort), flags, len(t.Payload), p.Time)
+	return g.admitAt(&p.Network, uint16(t.SrcPort), uint16(t.DstPort), flags, len(t.Payload), p.Time)
 }
 
 // TCP flags as the fixed header carries them.
@@ -99,36 +110,61 @@ const (
 // Admit reports whether a segment goes to the assemblers: flags are the
 // TCP header's flags byte, n the payload's length. It also lets go of
 // 4-tuples silent too long, once a second of capture time.
-func (g *Gate) Admit(network gopacket.Flow, src, dst uint16, flags byte, n int, t time.Time) bool {
+func (g *Gate) Admit(network *gopacket.Flow, src, dst uint16, flags byte, n int, t time.Time) bool {
+	return g.admitAt(network, src, dst, flags, n, t)
+}
+
+func (g *Gate) admitAt(network *gopacket.Flow, src, dst uint16, flags byte, n int, t time.Time) bool {
 	if !g.ports.carries(src, dst) {
 		return true // the assemblers ignore it and count it
 	}
-	ok := g.admit(network, src, dst, flags, n, stampOf(t))
-	if g.clock.Due(src, dst, t) {
+	at := stampOf(t)
+	ok := g.admit(network, src, dst, flags, n, at)
+	if g.expired == (stamp{}) {
+		g.expired = at
+	}
+	if d := at.sec - g.expired.sec; d > 1 || d == 1 && at.nsec >= g.expired.nsec {
+		g.expired = at
 		g.Expire(t)
 	}
 	return ok
 }
 
-func (g *Gate) admit(network gopacket.Flow, src, dst uint16, flags byte, n int, at stamp) bool {
-	k, side := keyOf(&network, src, dst)
-	var i int32
-	if k.isV6 {
-		i = g.keys6[k.v6]
+func (g *Gate) admit(network *gopacket.Flow, src, dst uint16, flags byte, n int, at stamp) bool {
+	var (
+		i    int32
+		side uint8
+	)
+	if r := &g.recent[0]; r.entry != 0 && r.src == src && r.dst == dst && r.network == *network {
+		i, side = r.entry, r.side
+	} else if r := &g.recent[1]; r.entry != 0 && r.src == src && r.dst == dst && r.network == *network {
+		i, side = r.entry, r.side
 	} else {
-		i = g.keys[k.v4]
-	}
-	if i == 0 {
-		if flags&flagSYN == 0 && n == 0 {
-			return true // opens no connection (see Assembler.segment)
+		var k connKey
+		k, side = keyOf(network, src, dst)
+		if k.isV6 {
+			i = g.keys6[k.v6]
+		} else {
+			i = g.keys[k.v4]
 		}
-		i = g.add(k, at)
-	} else {
-		e := &g.entries[i]
+		if i == 0 {
+			if flags&flagSYN == 0 && n == 0 {
+				return true // opens no connection (see Assembler.segment)
+			}
+			i = g.add(k, at)
+		}
+		g.recent[1] = g.recent[0]
+		g.recent[0] = recentFlow{network: *network, src: src, dst: dst, side: side, entry: i}
+	}
+	if e := &g.entries[i]; e.last.sec != at.sec {
+		// Kept in the order of their last segments to the second, which
+		// is as fine as Expire looks.
 		l := &g.lists[b2i(e.dropped)]
 		l.unlink(g.entries, i)
 		e.last = at
 		l.push(g.entries, i)
+	} else {
+		e.last = at
 	}
 	e := &g.entries[i]
 	pass := !e.dropped
@@ -192,6 +228,11 @@ func (g *Gate) remove(i int32) {
 	}
 	*e = gateEntry{}
 	g.free = append(g.free, i)
+	for j := range g.recent {
+		if g.recent[j].entry == i {
+			g.recent[j].entry = 0
+		}
+	}
 }
 
 // Expire lets go of the 4-tuples silent since before now less IdleAfter
