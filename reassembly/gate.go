@@ -108,8 +108,8 @@ const (
 )
 
 // Admit reports whether a segment goes to the assemblers: flags are the
-// TCP header's flags byte, n the payload's length. It also lets go of
-// 4-tuples silent too long, once a second of capture time.
+// TCP header's flags byte, n the payload's length. Once a second of
+// capture time, it first lets go of 4-tuples silent too long.
 func (g *Gate) Admit(network *gopacket.Flow, src, dst uint16, flags byte, n int, t time.Time) bool {
 	return g.admitAt(network, src, dst, flags, n, t)
 }
@@ -118,8 +118,8 @@ func (g *Gate) admitAt(network *gopacket.Flow, src, dst uint16, flags byte, n in
 	if !g.ports.carries(src, dst) {
 		return true // the assemblers ignore it and count it
 	}
+	// Room made by time is made before the segment is looked at.
 	at := stampOf(t)
-	ok := g.admit(network, src, dst, flags, n, at)
 	if g.expired == (stamp{}) {
 		g.expired = at
 	}
@@ -127,7 +127,7 @@ func (g *Gate) admitAt(network *gopacket.Flow, src, dst uint16, flags byte, n in
 		g.expired = at
 		g.Expire(t)
 	}
-	return ok
+	return g.admit(network, src, dst, flags, n, at)
 }
 
 func (g *Gate) admit(network *gopacket.Flow, src, dst uint16, flags byte, n int, at stamp) bool {
