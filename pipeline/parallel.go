@@ -188,7 +188,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 	// and made again in the common case of one batch per part (a part
 	// that makes more, such as the finish, lets the extra ones go).
 	batches := make(chan *batch, (chunksAhead+2)*n)
-	ropt := opt.Reassembly.Split(n)
+	ropt := opt.Reassembly.Gated().Split(n)
 	ropt.CallerFlushes = true
 	for i := range n {
 		work[i] = make(chan *part, chunksAhead)
@@ -225,6 +225,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 			for _, pt := range parts {
 				sum.Reassembly.Add(pt.asmStats)
 			}
+			sum.Reassembly.Add(rd.gate.Stats())
 			sum.Problems = files.Problems()
 			if opt.OnTick != nil {
 				tick(c.stats)
@@ -382,9 +383,10 @@ type dealer struct {
 	files *capture.Reader
 	free  <-chan *chunk
 	work  []chan *part
-	// sum keeps what Summary.note does, read by the merger after the last
-	// chunk.
-	sum result.Summary
+	// sum keeps what Summary.note does, and gate the connections it
+	// admits, read by the merger after the last chunk.
+	sum  result.Summary
+	gate *reassembly.Gate
 }
 
 func (rd *dealer) run() {
@@ -405,6 +407,7 @@ func (rd *dealer) run() {
 	}()
 	rd.files.LeaveTCP() // the workers decode the TCP headers
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
+	rd.gate = reassembly.NewGate(rd.opt.Reassembly)
 	var p capture.Packet
 	var seq int64
 	packets, tcpBytes := 0, 0
@@ -432,6 +435,11 @@ func (rd *dealer) run() {
 		note(&rd.sum, &p)
 		seq++
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
+		// Connections are admitted here, in capture order, so that which
+		// are analysed does not depend on the workers.
+		if !rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
+			continue
+		}
 		pt := c.parts[pick(&p, src, dst, n)]
 		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
 			cut: p.Cut, wire: p.WireLength, seg: seg})

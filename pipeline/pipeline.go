@@ -181,7 +181,8 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	if opt.Workers > 1 && files != nil {
 		return runParallel(ctx, opt, files, d)
 	}
-	asm := newWorker(&opt, opt.Reassembly, 1, d).asm
+	gate := reassembly.NewGate(opt.Reassembly)
+	asm := newWorker(&opt, opt.Reassembly.Gated(), 1, d).asm
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {
@@ -217,6 +218,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 				sum.Interrupted = true
 				break
 			}
+			gate.Expire(time.Now())
 			asm.Expire(time.Now())
 			if time.Now().After(nextTick) {
 				nextTick = time.Now().Add(time.Second)
@@ -228,11 +230,14 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 			return sum, err
 		}
 		note(&sum, &p)
-		asm.Add(&p)
+		if gate.AdmitTCP(&p) {
+			asm.Add(&p)
+		}
 	}
 	asm.Finish()
 	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
+	sum.Reassembly.Add(gate.Stats())
 	if files != nil {
 		sum.Problems = files.Problems()
 	}
@@ -298,7 +303,7 @@ func (w *worker) Open(rc *reassembly.Conn) {
 
 func (w *worker) Data(rc *reassembly.Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	wc := rc.User.(*workerConn)
-	w.emit(wc, wc.dec.Feed(d, data, spans))
+	w.emit(rc, wc, wc.dec.Feed(d, data, spans))
 }
 
 func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
@@ -309,13 +314,18 @@ func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.
 
 func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
-	w.emit(wc, wc.dec.Finish())
+	w.emit(rc, wc, wc.dec.Finish())
 	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: wc.dec.Outcome()})
 	wc.dec = nil // its buffers are no longer needed
 }
 
-func (w *worker) emit(wc *workerConn, evs []decode.Event) {
+func (w *worker) emit(rc *reassembly.Conn, wc *workerConn, evs []decode.Event) {
 	for i := range evs {
+		if evs[i].Kind == decode.EventNotKafka {
+			// A new connection on the 4-tuple may take it over (a client
+			// reusing its port), to be decoded afresh.
+			rc.Abandoned = true
+		}
 		w.out.event(wc.conn, &evs[i])
 	}
 }

@@ -97,3 +97,28 @@ func benchmarkAssembler(b *testing.B, conns int) {
 
 func BenchmarkAssembler200(b *testing.B)   { benchmarkAssembler(b, 200) }
 func BenchmarkAssembler20000(b *testing.B) { benchmarkAssembler(b, 20000) }
+
+// BenchmarkGate is the cost per packet of admitting connections in
+// capture order: over the capture of BenchmarkAssembler20000, and over
+// one connection's segments in order.
+func BenchmarkGate(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		pkts func() []capture.Packet
+	}{
+		{"20000-connections", func() []capture.Packet { return benchPackets(b, 20000) }},
+		{"one-connection", func() []capture.Packet { p, _ := orderedSegments(b, 1000, 200_000, 100, nil); return p }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			pkts := bc.pkts()
+			b.ResetTimer()
+			for range b.N {
+				g := NewGate(Options{Ports: DefaultPorts()})
+				for i := range pkts {
+					g.AdmitTCP(&pkts[i])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(len(pkts)*b.N), "ns/packet")
+		})
+	}
+}

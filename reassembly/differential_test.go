@@ -295,7 +295,9 @@ func FuzzAgainstGopacket(f *testing.F) {
 			g.conns[i].client = netip.AddrPortFrom(client, uint16(40000+i))
 			g.fresh(i)
 		}
-		opt := Options{Ports: DefaultPorts(), FlushAfter: 3 * time.Second, IdleAfter: 10 * time.Minute}
+		// The reference keeps a connection on its 4-tuple until it closes
+		// (reuse has tests of its own).
+		opt := Options{Ports: DefaultPorts(), FlushAfter: 3 * time.Second, IdleAfter: 10 * time.Minute, noReuse: true}
 		if knobs&1 != 0 {
 			opt.MaxPagesPerConnection = 1 + int(in[1]%4)
 			opt.MaxPagesTotal = 1 + int(in[2]%8)
@@ -337,18 +339,27 @@ func FuzzAgainstGopacket(f *testing.F) {
 				na.Expire(s.at) // as a live capture does while no packet comes
 				ra.Expire(s.at)
 			}
+			if na.farHeld > 0 {
+				return // past where the two can differ (see farHeld)
+			}
 			compare(t, frames, &checked, nl.events, rl.events)
-			if st, rt := na.Stats(), ra.Stats(); st != Stats(rt) {
+			if st, rt := na.Stats(), ra.Stats(); st != refStats(rt) {
 				t.Fatalf("after %d segments: stats %+v, reference %+v", frames, st, rt)
 			}
 		}
 		na.Finish()
 		ra.Finish()
 		compare(t, frames, &checked, nl.events, rl.events)
-		if st, rt := na.Stats(), ra.Stats(); st != Stats(rt) {
+		if st, rt := na.Stats(), ra.Stats(); st != refStats(rt) {
 			t.Fatalf("at the end: stats %+v, reference %+v", st, rt)
 		}
 	})
+}
+
+// refStats is the reference's counters as the assembler's.
+func refStats(r gopacketref.Stats) Stats {
+	return Stats{Connections: r.Connections, ConnectionsDropped: r.ConnectionsDropped, Segments: r.Segments,
+		Ignored: r.Ignored, Rejected: r.Rejected, Gaps: r.Gaps, GapBytes: r.GapBytes}
 }
 
 // same reports whether two calls are the same.

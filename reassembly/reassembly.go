@@ -15,6 +15,12 @@ type Conn struct {
 	Close kafka.Close
 	// User is the consumer's per-connection state.
 	User any
+	// Abandoned is set by the Handler when the connection carries
+	// something else than what it decodes. A new connection may then take
+	// the 4-tuple without a close: at a SYN, or at bytes whose sequence
+	// number lies too far from the stream's to belong to it (see
+	// Stats.Reused).
+	Abandoned bool
 }
 
 // Handler receives the connections' streams in capture order.
@@ -61,6 +67,9 @@ type Options struct {
 	// sharedLive counts the connections tracked by every assembler made
 	// with options from one Split.
 	sharedLive *atomic.Int64
+	// noReuse keeps a connection on its 4-tuple until it closes, as the
+	// gopacket-based assembler did (for the differential test).
+	noReuse bool
 }
 
 // Split returns the options for n assemblers that share a capture's
@@ -69,7 +78,9 @@ type Options struct {
 // they hold what one would. (Connections do not hash evenly enough to
 // split their cap too: one assembler would refuse connections while the
 // total is under it. At the cap, which new connection an assembler
-// refuses then depends on how far each has got.)
+// refuses then depends on how far each has got: a Gate in front of them
+// decides that in capture order instead, and leaves this cap as a bound
+// that is not reached.)
 func (o Options) Split(n int) Options {
 	o = o.withDefaults()
 	if n > 1 {
@@ -131,11 +142,16 @@ func (o Options) withDefaults() Options {
 type Stats struct {
 	Connections        int64 // connections that carried data
 	ConnectionsDropped int64 // connections ignored over MaxConnections
-	Segments           int64 // segments handed to the assembler
+	Segments           int64 // segments on a broker port
 	Ignored            int64 // segments on no broker port
 	Rejected           int64 // segments the TCP state machine refused (after RST, …)
 	Gaps               int64
 	GapBytes           int64 // bytes lost in gaps of known size
+	// Reused counts connections ended, without a close, by a new one on
+	// their 4-tuple: a SYN on a connection that was closing, idle for
+	// FlushAfter or Abandoned, or bytes at a sequence number far from an
+	// idle or Abandoned connection's.
+	Reused int64
 }
 
 // Add adds o's counters to s (the totals of several assemblers).
@@ -147,6 +163,7 @@ func (s *Stats) Add(o Stats) {
 	s.Rejected += o.Rejected
 	s.Gaps += o.Gaps
 	s.GapBytes += o.GapBytes
+	s.Reused += o.Reused
 }
 
 // Assembler turns captured TCP segments into in-order byte streams.
@@ -166,6 +183,14 @@ type Assembler struct {
 	nextID int
 	live   int // connections tracked now, dropped ones aside
 	pages  int // out-of-order pages held by all connections
+	arena  arena
+	// farHeld counts segments held ending more than a quarter of the
+	// sequence space after next. The pages are ordered by their distance
+	// from next; gopacket, and the assembler that copied it, placed a
+	// segment by comparing it with each page by seqDiff, which beyond a
+	// quarter of the space is no order: there the two may place it
+	// differently, and the differential test stops comparing.
+	farHeld int
 	// quietSince is no later than any tracked connection's last segment
 	// (lastSeen only grows, and new connections start at the time of
 	// their first), so that Expire can tell without a look at each

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -98,7 +97,7 @@ type half struct {
 	fin      uint32
 	finAhead bool
 	closed   bool
-	held     []page // out-of-order data, in sequence order
+	held     heldTree // out-of-order data, in sequence order
 }
 
 type streamList struct{ head, tail *stream }
@@ -120,10 +119,9 @@ type wideKey struct {
 
 // keyOf returns the key of a segment's connection and which of the key's
 // endpoints sent it.
-func keyOf(f *gopacket.Flow, tcp *layers.TCP) (connKey, uint8) {
+func keyOf(f *gopacket.Flow, sp, dp uint16) (connKey, uint8) {
 	src, dst := f.Endpoints()
 	sr, dr := src.Raw(), dst.Raw()
-	sp, dp := uint16(tcp.SrcPort), uint16(tcp.DstPort)
 	var k connKey
 	if len(sr) == 4 && len(dr) == 4 {
 		x := uint64(binary.BigEndian.Uint32(sr))<<16 | uint64(sp)
@@ -191,6 +189,7 @@ type stream struct {
 	removed    bool            // no longer tracked
 	opened     bool            // Open was called
 	syn        [2]bool         // a SYN was seen in the direction
+	synSeq     [2]uint32       // the sequence number of that SYN
 	state      tcpState
 	last       frameRef // the last segment accepted
 	lastSeen   stamp    // the latest capture time of its segments
@@ -323,8 +322,9 @@ func (a *Assembler) complete(s *stream) {
 func (a *Assembler) closeHalf(s *stream, d kafka.Direction) {
 	h := &s.half[d]
 	h.closed = true
-	a.pages -= len(h.held)
-	h.held = nil
+	a.pages -= h.held.n
+	a.arena.releaseAll(h.held.root)
+	h.held = heldTree{}
 	if s.half[1-d].closed {
 		a.complete(s)
 	}
@@ -345,7 +345,7 @@ func (a *Assembler) open(s *stream) {
 // segment takes one segment on a broker port.
 func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 	tcp := p.TCP
-	k, side := keyOf(&p.Network, tcp)
+	k, side := keyOf(&p.Network, uint16(tcp.SrcPort), uint16(tcp.DstPort))
 	refuse := true
 	for try := 0; ; try++ {
 		s := a.lookup(&k)
@@ -361,13 +361,27 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 			}
 			s = a.newStream(p, &k, side, ref)
 		}
-		if s.lastSeen.before(ref.at) {
-			s.lastSeen = ref.at
-		}
 		if s.dropped {
+			if s.lastSeen.before(ref.at) {
+				s.lastSeen = ref.at
+			}
 			return
 		}
 		d := s.dir(side)
+		if a.replaces(s, tcp, d, ref) {
+			// The segment starts a new connection on the 4-tuple: the
+			// old one ends here, as if the capture had ended.
+			a.stats.Reused++
+			for _, d := range s.flushOrder() {
+				for !s.half[d].closed {
+					a.skipHole(s, d)
+				}
+			}
+			continue
+		}
+		if s.lastSeen.before(ref.at) {
+			s.lastSeen = ref.at
+		}
 		x, first, ok := s.mustFlush(tcp, d)
 		if ok && first && refuse {
 			// The segment acknowledges bytes missing before the data held
@@ -404,6 +418,41 @@ func (a *Assembler) segment(p *capture.Packet, ref frameRef) {
 	}
 }
 
+// farJump is how far from a stream's next byte a segment must lie to
+// belong to another connection: further than any window lets a
+// retransmission lag or new bytes run ahead in practice.
+const farJump = 1 << 24
+
+// replaces reports whether a segment in direction d belongs to a new
+// connection on the 4-tuple of s rather than to s: a SYN that is not the
+// one s began with, while s was closing, idle for FlushAfter or
+// Abandoned; or bytes at a sequence number far from the stream's while s
+// was idle or Abandoned. (A SYN on a live connection is dropped by the
+// receiver, RFC 5961, and so is ignored here too.)
+func (a *Assembler) replaces(s *stream, tcp *layers.TCP, d kafka.Direction, ref frameRef) bool {
+	switch {
+	case a.opt.noReuse:
+		return false
+	case tcp.SYN && !tcp.ACK:
+		if s.syn[d] && tcp.Seq == s.synSeq[d] {
+			return false // retransmitted
+		}
+		return s.conn.Abandoned || s.state.phase >= tcpCloseWait || a.idle(s, ref)
+	case len(tcp.Payload) > 0 && s.half[d].synced:
+		if diff := seqDiff(s.half[d].next, tcp.Seq); diff > -farJump && diff < farJump {
+			return false
+		}
+		return s.conn.Abandoned || a.idle(s, ref)
+	}
+	return false
+}
+
+// idle reports whether s has been silent for FlushAfter before ref.
+func (a *Assembler) idle(s *stream, ref frameRef) bool {
+	since := time.Duration(ref.at.sec-s.lastSeen.sec)*time.Second + time.Duration(ref.at.nsec-s.lastSeen.nsec)
+	return since >= a.opt.FlushAfter
+}
+
 // mustFlush decides, for a segment in direction d, whether a direction of
 // the connection must give up the bytes it waits for, because the peer
 // acknowledged them: it received them and the capture lost them (a
@@ -433,8 +482,8 @@ func (s *stream) accept(tcp *layers.TCP, d kafka.Direction, ref frameRef) {
 	}
 	s.track(d, tcp.Seq, tcp.SYN, len(tcp.Payload), tcp.ACK, tcp.Ack)
 	s.last = ref
-	if tcp.SYN {
-		s.syn[d] = true
+	if tcp.SYN && !s.syn[d] {
+		s.syn[d], s.synSeq[d] = true, tcp.Seq
 	}
 	if (tcp.FIN || tcp.RST) && !s.conn.Close.Seen {
 		s.conn.Close = kafka.Close{Seen: true, Reset: tcp.RST, By: d, At: ref.ref()}
@@ -506,9 +555,9 @@ func (a *Assembler) assemble(s *stream, d kafka.Direction, tcp *layers.TCP, ref 
 			h.fin, h.finAhead = seq+uint32(len(data)), true
 		}
 		a.overlapHeld(h, seq, data, true, end, ref)
-		if len(h.held) >= a.opt.MaxPagesPerConnection || a.pages >= a.opt.MaxPagesTotal {
+		if h.held.n >= a.opt.MaxPagesPerConnection || a.pages >= a.opt.MaxPagesTotal {
 			// At a cap: give up the first hole.
-			if len(h.held) > 0 {
+			if h.held.n > 0 {
 				next, moved = a.handOverHeld(s, d, false, ref), true
 			}
 		}
@@ -543,50 +592,66 @@ func overlapSent(h *half, seq uint32, data []byte) (uint32, []byte) {
 // into it (and then count as the page's frame). With hold, what is left
 // of the new bytes is held too; it returns what is left.
 func (a *Assembler) overlapHeld(h *half, seq uint32, data []byte, hold, end bool, ref frameRef) []byte {
-	start, stop := seq, seq+uint32(len(data))
-	i := len(h.held) - 1
-	for ; i >= 0; i-- {
-		cur := &h.held[i]
-		if seqDiff(stop, cur.seq) > 0 {
-			continue // after the new bytes
-		}
-		curStop := cur.seq + uint32(len(cur.data))
-		if seqDiff(start, curStop) <= 0 {
-			break // before them
-		}
-		fromStart, fromStop := seqDiff(start, cur.seq), seqDiff(stop, curStop)
-		switch {
-		case fromStop <= 0 && fromStart >= 0: // covered by them
-			h.held = slices.Delete(h.held, i, i+1)
-			a.pages--
-			continue
-		case fromStop < 0 && seqDiff(start, curStop) > 0: // its end under their start
-			cur.data = cur.data[:-fromStart]
-		case fromStart > 0 && seqDiff(stop, cur.seq) < 0: // its start under their end
-			cut := -seqDiff(stop, cur.seq)
-			cur.data = cur.data[cut:]
-			cur.seq += uint32(cut)
-			continue
-		case fromStop >= 0 && fromStart <= 0: // around them
-			copy(cur.data[-fromStart:], data)
-			data = data[:0]
-			continue
-		default:
-			continue
-		}
-		break
-	}
-	if !hold || len(data) == 0 {
+	if len(data) == 0 || h.held.n == 0 && !hold {
 		return data
 	}
-	// Hold the rest, cut into pages, after page i.
+	ar := &a.arena
+	base := h.next
+	start := off(seq, base)
+	stop := start + int64(len(data))
+	before, rest := ar.split(h.held.root, start, base)
+	if before != 0 {
+		cur := &ar.nodes[ar.last(before)]
+		curStart := off(cur.seq, base)
+		if curStop := curStart + int64(len(cur.data)); curStop > start {
+			if curStop >= stop { // around them
+				copy(cur.data[start-curStart:], data)
+				data = data[:0]
+			} else { // its end under their start
+				cur.data = cur.data[:start-curStart]
+			}
+		}
+	}
+	under, after := ar.split(rest, stop, base)
+	for under != 0 {
+		var i int32
+		under, i = ar.popFirst(under)
+		cur := &ar.nodes[i]
+		curStart := off(cur.seq, base)
+		curStop := curStart + int64(len(cur.data))
+		switch {
+		case curStop <= stop: // covered by them
+			ar.release(i)
+			h.held.n--
+			a.pages--
+			continue
+		case curStart == start: // around them
+			copy(cur.data, data)
+			data = data[:0]
+		default: // its start under their end
+			cut := stop - curStart
+			cur.data = cur.data[cut:]
+			cur.seq += uint32(cut)
+		}
+		after = ar.merge(i, after) // it now starts at or after their end
+	}
+	if !hold || len(data) == 0 {
+		h.held.root = ar.merge(before, after)
+		return data
+	}
+	if stop > 1<<30 {
+		a.farHeld++
+	}
+	// Hold the rest, cut into pages, between those before and after it.
 	n := (len(data) + pageSize - 1) / pageSize
-	h.held = slices.Insert(h.held, i+1, make([]page, n)...)
 	buf := bytes.Clone(data)
+	var run int32
 	for j := range n {
 		lo, hi := j*pageSize, min((j+1)*pageSize, len(buf))
-		h.held[i+1+j] = page{seq: seq + uint32(lo), data: buf[lo:hi:hi], ref: ref, seen: ref.at, end: end && j == n-1}
+		run = ar.merge(run, ar.alloc(page{seq: seq + uint32(lo), data: buf[lo:hi:hi], ref: ref, seen: ref.at, end: end && j == n-1}))
 	}
+	h.held.root = ar.merge(ar.merge(before, run), after)
+	h.held.n += n
 	a.pages += n
 	return data
 }
@@ -603,8 +668,11 @@ type chunk struct {
 // contiguous to it, skipping the bytes missing before it.
 func (a *Assembler) handOverHeld(s *stream, d kafka.Direction, flushing bool, ctx frameRef) uint32 {
 	h := &s.half[d]
-	p := h.held[0]
-	h.held = slices.Delete(h.held, 0, 1)
+	var i int32
+	h.held.root, i = a.arena.popFirst(h.held.root)
+	p := a.arena.nodes[i].page
+	a.arena.release(i)
+	h.held.n--
 	a.pages--
 	return a.handOver(s, d, chunk{seq: p.seq, data: p.data, ref: p.ref, end: p.end}, flushing, ctx)
 }
@@ -619,20 +687,17 @@ func (a *Assembler) handOver(s *stream, d kafka.Direction, lead chunk, flushing 
 	skip := seqDiff(h.next, lead.seq)
 	last := lead.seq + uint32(len(lead.data))
 	n := len(lead.data)
-	taken := 0
-	for taken < len(h.held) && h.held[taken].seq == last {
-		p := &h.held[taken]
+	ar := &a.arena
+	for h.held.root != 0 && ar.nodes[ar.first(h.held.root)].seq == last {
+		var i int32
+		h.held.root, i = ar.popFirst(h.held.root)
+		p := &ar.nodes[i]
 		a.chunks = append(a.chunks, chunk{seq: p.seq, data: p.data, ref: p.ref, end: p.end})
 		last += uint32(len(p.data))
 		n += len(p.data)
-		taken++
-	}
-	if taken > 0 {
-		h.held = slices.Delete(h.held, 0, taken)
-		a.pages -= taken
-		if len(h.held) == 0 {
-			h.held = nil
-		}
+		ar.release(i) // the chunk keeps the bytes
+		h.held.n--
+		a.pages--
 	}
 	end := a.chunks[len(a.chunks)-1].end
 	if h.finAhead && last == h.fin {
@@ -765,7 +830,7 @@ func (a *Assembler) flushHole(s *stream, d kafka.Direction, ctx frameRef) {
 		h.next, h.synced = seq, true
 		return
 	}
-	if seqDiff(h.next, seq) > 0 && len(h.held) > 0 {
+	if seqDiff(h.next, seq) > 0 && h.held.n > 0 {
 		h.next = a.handOverHeld(s, d, true, ctx)
 	}
 }
@@ -775,11 +840,11 @@ func (a *Assembler) flushHole(s *stream, d kafka.Direction, ctx frameRef) {
 // closes the direction.
 func (a *Assembler) skipHole(s *stream, d kafka.Direction) {
 	h := &s.half[d]
-	if len(h.held) == 0 {
+	if h.held.n == 0 {
 		a.closeHalf(s, d)
 		return
 	}
-	h.next = a.handOverHeld(s, d, true, h.held[0].ref)
+	h.next = a.handOverHeld(s, d, true, a.arena.nodes[a.arena.first(h.held.root)].ref)
 }
 
 // expireHalf gives up the holes of direction d before pages captured
@@ -790,17 +855,23 @@ func (a *Assembler) expireHalf(s *stream, d kafka.Direction, flushBefore, idleBe
 	if h.closed {
 		return
 	}
-	for i := len(h.held) - 1; i > 0; i-- {
-		if h.held[i].seen.before(h.held[i-1].seen) {
-			h.held[i-1].seen = h.held[i].seen
+	if h.held.n > 0 {
+		ar := &a.arena
+		earliest := ar.nodes[ar.last(h.held.root)].seen
+		ar.eachBackward(h.held.root, func(p *page) {
+			if earliest.before(p.seen) {
+				p.seen = earliest
+			} else {
+				earliest = p.seen
+			}
+		})
+		for h.held.n > 0 && ar.nodes[ar.first(h.held.root)].seen.before(flushBefore) {
+			if a.skipHole(s, d); h.closed {
+				return
+			}
 		}
 	}
-	for len(h.held) > 0 && h.held[0].seen.before(flushBefore) {
-		if a.skipHole(s, d); h.closed {
-			return
-		}
-	}
-	if len(h.held) == 0 && s.lastSeen.before(idleBefore) {
+	if h.held.n == 0 && s.lastSeen.before(idleBefore) {
 		a.closeHalf(s, d)
 	}
 }

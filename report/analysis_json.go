@@ -71,6 +71,7 @@ type summaryJSON struct {
 	UnknownAPI         int64   `json:"unknown_api"`
 	TruncatedStreams   int64   `json:"truncated_streams"`
 	ConnectionsDropped int64   `json:"connections_dropped"`
+	ConnectionsReused  int64   `json:"connections_reused"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
 	// Bodies not decoded: over --max-body-buffer, over the decoder's cap.
@@ -353,7 +354,8 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		Gaps: s.Gaps, Resyncs: s.Resyncs, Malformed: s.Malformed, MalformedPackets: s.Capture.Malformed,
 		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, NoResponseExpected: s.NoResponse, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
-		KernelDrops: s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
+		ConnectionsReused: s.Reassembly.Reused,
+		KernelDrops:       s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
 		DroppedConnections: a.Result.Dropped.Connections, DroppedFindings: a.Result.Dropped.Findings,
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,

@@ -292,6 +292,7 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.OversizedFrames, "frame over the packet limit, skipped", "frames over the packet limit, skipped")
 	extra(s.Capture.ExtraInterfaces, "pcapng interface over the limit, not kept", "pcapng interfaces over the limit, not kept")
 	extra(s.Capture.ExtraInterfaceFrames, "frame on an interface not kept, skipped", "frames on interfaces not kept, skipped")
+	extra(s.Reassembly.Reused, "connection ended by a new one on its 4-tuple", "connections ended by a new one on their 4-tuple")
 	add("decode problems", plain(strings.Join(problems, ", ")))
 
 	var inp []line

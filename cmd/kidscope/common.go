@@ -84,7 +84,7 @@ func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) (stop func(), err erro
 // registerWorkers adds --workers, for the commands that read files.
 func (f *inputFlags) registerWorkers(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0),
-		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same, unless --max-connections is reached or a body budget (--max-body-buffer, shared out among them) is spent")
+		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same whatever the number, --max-connections included, unless the body budget (--max-body-buffer, shared out among them) is spent")
 }
 
 // captureFilter builds the --filter or --bpf-raw filter; nil when neither
