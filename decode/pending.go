@@ -20,9 +20,15 @@ type pendingEntry struct {
 
 // pendingSet holds a connection's requests awaiting responses in the order
 // they were sent. It is small in practice (the requests in flight), so a
-// slice searched from the front beats a map.
+// slice searched from the front beats a map. The entries are buf[head:]:
+// forgetting the oldest moves head, and the slice is compacted only once
+// head passes half of it, so a flood of requests never answered (each one
+// forgetting the oldest of a full set) costs a constant per request, not
+// a copy of the whole set.
 type pendingSet struct {
-	list    []pendingEntry
+	list    []pendingEntry // buf[head:]
+	buf     []pendingEntry
+	head    int
 	idBytes int // the client ID bytes the entries hold
 }
 
@@ -34,7 +40,7 @@ const maxPendingIDBytes = 64 << 10
 
 func (p *pendingSet) len() int { return len(p.list) }
 
-func (p *pendingSet) clear() { p.list, p.idBytes = p.list[:0], 0 }
+func (p *pendingSet) clear() { p.buf, p.head, p.list, p.idBytes = p.buf[:0], 0, p.buf[:0], 0 }
 
 // add appends a request; when the set is full, or its client IDs over
 // maxPendingIDBytes, the oldest are forgotten and add says how many.
@@ -50,7 +56,13 @@ func (p *pendingSet) add(corr int32, r pendingReq, max int) (evicted int) {
 			e.idCost = len(r.h.ClientID) // the string it shared is its own now
 		}
 	}
-	p.list = append(p.list, e)
+	if p.head > 0 && p.head >= len(p.buf)/2 {
+		n := copy(p.buf, p.buf[p.head:])
+		clear(p.buf[n:]) // the forgotten entries' strings
+		p.buf, p.head = p.buf[:n], 0
+	}
+	p.buf = append(p.buf, e)
+	p.list = p.buf[p.head:]
 	p.idBytes += e.idCost
 	return evicted
 }
@@ -60,7 +72,12 @@ func (p *pendingSet) drop(n int) {
 	for _, e := range p.list[:n] {
 		p.idBytes -= e.idCost
 	}
-	p.list = p.list[:copy(p.list, p.list[n:])]
+	clear(p.buf[p.head : p.head+n])
+	p.head += n
+	p.list = p.buf[p.head:]
+	if p.head == len(p.buf) {
+		p.buf, p.head, p.list = p.buf[:0], 0, p.buf[:0]
+	}
 	if len(p.list) > 0 && p.list[0].idCost == 0 {
 		p.list[0].idCost = len(p.list[0].req.h.ClientID)
 		p.idBytes += p.list[0].idCost

@@ -410,7 +410,7 @@ func (rd *dealer) run() {
 	rd.gate = reassembly.NewGate(rd.opt.Reassembly)
 	var p capture.Packet
 	var seq int64
-	packets, tcpBytes := 0, 0
+	packets, tcpBytes, dropped := 0, 0, 0
 	take()
 	for i := 0; ; i++ {
 		if i&1023 == 0 && rd.ctx.Err() != nil {
@@ -438,6 +438,14 @@ func (rd *dealer) run() {
 		// Connections are admitted here, in capture order, so that which
 		// are analysed does not depend on the workers.
 		if !rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
+			// A chunk's lease is what gives the file's pages back behind
+			// it: a long run of connections over the cap still ends
+			// chunks, or the whole file would stay mapped.
+			if dropped++; dropped >= chunkPackets {
+				send(false, false, nil)
+				take()
+				packets, tcpBytes, dropped = 0, 0, 0
+			}
 			continue
 		}
 		pt := c.parts[pick(&p, src, dst, n)]
@@ -453,7 +461,7 @@ func (rd *dealer) run() {
 		if packets >= chunkPackets || tcpBytes >= chunkBytes {
 			send(false, false, nil)
 			take()
-			packets, tcpBytes = 0, 0
+			packets, tcpBytes, dropped = 0, 0, 0
 		}
 	}
 	send(true, false, nil)

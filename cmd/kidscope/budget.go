@@ -32,17 +32,19 @@ type budget struct {
 	bodyBytes    int64 // bytes of bodies being collected (--max-body-buffer)
 }
 
-// Costs per entry, measured on the hostile inputs (allocation profiles):
-// a connection tracked at once costs about 2.9 KB across the stages
-// (reassembly's stream, the decoder, the rules' state); a closed
-// connection's record for the report about 600 B, an instance of the
-// inventory with its indexes about 800 B, a finding with its evidence
-// (capped) a few hundred bytes. Each is rounded up.
+// Costs per entry, measured on the hostile inputs (peak RSS at two
+// limits, divided by the entries the caps let in): a connection tracked
+// at once costs about 2.9 KB of state across the stages (reassembly's
+// stream, the decoder, the rules' state, the gate's entry) and more while
+// its events are in flight; a closed connection's record and an instance
+// of the inventory about 2 KB each with their indexes and their part of
+// the report; a finding with its (capped) evidence and its part of the
+// report about 2 KB. Each is rounded up.
 const (
 	connectionCost   = 3 << 10
-	closedConnCost   = 1 << 10
-	instanceCost     = 1 << 10
-	findingCost      = 512
+	closedConnCost   = 2 << 10
+	instanceCost     = 2 << 10
+	findingCost      = 2 << 10
 	pageSize         = 1900
 	maxPagesPerConn  = 4096 // 7.8 MB: a window of a fast connection
 	defaultBudgetFor = 200 << 20
@@ -61,13 +63,13 @@ func budgetFor(limit int64) budget {
 		return int(max(min(float64(limit)*fraction/float64(cost), 1<<30), 16))
 	}
 	b := budget{
-		connections: share(0.6, connectionCost),
+		connections: share(0.45, connectionCost),
 		pages:       share(0.125, pageSize),
 		resyncBytes: max(limit/16, 1<<20),
 		bodyBytes:   max(limit/16, 1<<20),
 		closedConns: share(0.1, closedConnCost),
 		instances:   share(0.1, instanceCost),
-		findings:    share(0.1, findingCost),
+		findings:    share(0.15, findingCost),
 	}
 	b.pagesPerConn = min(maxPagesPerConn, max(b.pages/4, 16))
 	return b
