@@ -107,8 +107,12 @@ Kafka connection and reports, per connection, violations of the client-instance-
 rules (KIP-1313), telemetry ID mismatches (KIP-714) and group member-ID mistakes
 (KIP-394, KIP-1082), with the evidence to check them in Wireshark.
 
-Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it; 2 bad usage or
-unreadable input; 130 interrupted.`,
+Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it (even when an
+input could not be read to its end); 2 bad usage or unreadable input; 130 interrupted.
+
+Memory: --memory-limit is one budget; the caps not given (--max-connections, --max-buffer,
+--max-resync-buffer, --max-body-buffer, and what the report keeps) take shares of it, and
+what a cap leaves out is counted in the report.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			opt, form, caps, err := in.options(cmd, files)

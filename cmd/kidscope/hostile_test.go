@@ -402,3 +402,24 @@ func procKB(t *testing.T, pid int, name string) int64 {
 	t.Fatalf("no %s in /proc/%d/status", name, pid)
 	return 0
 }
+
+// TestReuseAfterNotKafka: a connection judged not Kafka and never closed,
+// then a new Kafka connection (a fresh SYN) on the same 4-tuple: every
+// message of the new one is decoded, whatever --workers.
+func TestReuseAfterNotKafka(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reuse.pcap")
+	if err := hostile.ReusedAfterNotKafka(path, 200); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"1", "2"} {
+		stdout, stderr, code := runKidscope(t, "frames", "-o", "csv", "--workers", w, path)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		msgs := framesCSV(t, stdout)
+		if len(msgs) != 400 {
+			t.Errorf("--workers %s: %d messages decoded, want 200 requests and 200 responses", w, len(msgs))
+		}
+		wantIn(t, stderr, "2 connections, 200 requests, 200 responses")
+	}
+}

@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -262,10 +263,10 @@ func ReusedAfterNotKafka(path string, n int) error {
 	}
 	cli, srv := addr(1, 40000), addr(0, BrokerPort)
 	old := p.open(cli, srv, 5000)
-	for range 4 {
-		old.send(true, []byte("GET / HTTP/1.1\r\nHost: broker\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"))
-		old.send(false, []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
-	}
+	// Enough bytes for the decoder to judge the connection not Kafka.
+	body := bytes.Repeat([]byte("field=value&"), 6000)
+	old.send(true, fmt.Appendf(nil, "POST /upload HTTP/1.1\r\nHost: broker\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+	old.send(false, []byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
 	c := p.open(cli, srv, 3_000_000_000)
 	for i := range n {
 		c.send(true, request(&kmsg.HeartbeatRequest{Group: "g", Generation: 1, MemberID: "m"}, 4, int32(i), "reuser", nil))
