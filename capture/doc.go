@@ -45,7 +45,8 @@
 //     blocks take a frame number, as in Wireshark 4.0; statistics, name
 //     resolution, decryption secrets and unknown blocks are skipped
 //     unread, discarded through the read buffer, so secrets are never
-//     copied out of it); records captured longer
+//     copied out of it unless the caller asks for them with
+//     Reader.OnSecrets, for TLS decryption); records captured longer
 //     than the frame's original length (the captured bytes are read, and
 //     the file has one problem, which Recovered tells from one that stopped
 //     it); a snap length of 0 in a pcap header (no limit); the IPv4 total

@@ -716,6 +716,21 @@ func Recovered(err error) bool {
 	return errors.As(err, &l) || errors.As(err, &o) || errors.As(err, &x)
 }
 
+// OnSecrets asks for the decryption secrets blocks of pcapng inputs: f is
+// called, on the goroutine that reads, with the input's index, the
+// secrets type (SecretsTLSKeyLog for a TLS key log) and the secrets, as
+// each block is read, before the packets that follow it. Without it the
+// blocks are discarded unread, so that secrets are never in memory. Call
+// it before the first Next.
+func (r *Reader) OnSecrets(f func(file int, typ uint32, data []byte)) {
+	for _, s := range r.srcs {
+		if s.ng != nil {
+			index := s.index
+			s.ng.secrets = func(typ uint32, data []byte) { f(index, typ, data) }
+		}
+	}
+}
+
 // Files returns the input names in the order given, stdin shown as "stdin";
 // Packet.File indexes this list.
 func (r *Reader) Files() []string {

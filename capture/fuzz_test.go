@@ -29,6 +29,7 @@ func FuzzReader(f *testing.F) {
 	})
 	f.Add(pcap)
 	f.Add(ng)
+	f.Add(dsbBytes(SecretsTLSKeyLog, []byte("CLIENT_RANDOM 00 11\n")))
 	f.Add(gzipBytes(f, pcap))
 	f.Add(pcapBigEndian(layers.LinkTypeRaw, true, recs(segA.ip4(f), ip4Options(f, segB))))
 	f.Add(pcapBytes(f, layers.LinkTypeLinuxSLL, false, []rec{{ts: t0, data: sll(segA.ip4(f))[:50], wire: 80}}))
@@ -82,6 +83,15 @@ func FuzzReader(f *testing.F) {
 			return
 		}
 		defer r.Close()
+		// Decryption secrets are read too (half the inputs), and what is
+		// handed over fits in the input.
+		if len(data)%2 == 0 {
+			r.OnSecrets(func(_ int, _ uint32, secrets []byte) {
+				if len(secrets) > len(data) {
+					t.Fatalf("%d bytes of secrets from a %d-byte input", len(secrets), len(data))
+				}
+			})
+		}
 		var (
 			p        Packet
 			n, frame int64

@@ -32,6 +32,7 @@ const (
 	ngSPB          = 0x00000003 // simple packet
 	ngEPB          = 0x00000006 // enhanced packet
 	ngJournal      = 0x00000009 // systemd journal export
+	ngDSB          = 0x0000000a // decryption secrets
 	ngSysdig       = 0x00000204 // sysdig event
 	ngSysdigV2     = 0x00000216 // sysdig event, v2
 	ngSysdigV2L    = 0x00000221 // sysdig event, v2 large
@@ -85,7 +86,15 @@ type ngRecords struct {
 	// Of the frame returned last as errOversize: its captured length and
 	// the limit it is over.
 	overCap, overLimit int
+	// secrets, when set, is handed the data of each decryption secrets
+	// block; when nil they are discarded unread.
+	secrets func(typ uint32, data []byte)
 }
+
+// SecretsTLSKeyLog is the secrets type of a decryption secrets block that
+// holds a TLS key log in the NSS format (what editcap --inject-secrets
+// tls,FILE writes).
+const SecretsTLSKeyLog = 0x544c534b
 
 // Blocks read past rather than read: ZeroCopyReadPacketData returns these
 // for the Reader to count, and the file goes on.
@@ -169,6 +178,10 @@ func (r *ngRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, erro
 			if err := r.iface(h); err != nil {
 				return nil, gopacket.CaptureInfo{}, err
 			}
+		case ngDSB:
+			if err := r.decryptionSecrets(h); err != nil {
+				return nil, gopacket.CaptureInfo{}, err
+			}
 		case ngCustom, ngCustomNoCopy, ngJournal, ngSysdig, ngSysdigV2, ngSysdigV2L:
 			if err := r.skip(h); err != nil {
 				return nil, gopacket.CaptureInfo{}, err
@@ -181,6 +194,42 @@ func (r *ngRecords) ZeroCopyReadPacketData() ([]byte, gopacket.CaptureInfo, erro
 			}
 		}
 	}
+}
+
+// decryptionSecrets reads a decryption secrets block, whose first 12 bytes
+// are h, for r.secrets, or skips it unread when no one asked for secrets.
+// The secrets are copied into memory of their own (at most the block's
+// length, itself under maxBlockLength), which the callee owns.
+func (r *ngRecords) decryptionSecrets(h []byte) error {
+	if r.secrets == nil {
+		return r.skip(h)
+	}
+	n, err := r.length(h)
+	if err != nil {
+		return err
+	}
+	if n < 20 {
+		return fmt.Errorf("pcapng decryption secrets block: total length %d is too short", n)
+	}
+	typ, size := r.u32(h[8:12]), 0
+	b, err := r.br.Peek(16)
+	if len(b) < 16 {
+		return unexpected(err)
+	}
+	size = int(r.u32(b[12:16]))
+	if size > n-20 {
+		return fmt.Errorf("pcapng decryption secrets block: %d bytes of secrets do not fit in its %d-byte block", size, n)
+	}
+	_, _ = r.br.Discard(16)
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r.br, data); err != nil {
+		return unexpected(err)
+	}
+	if err := r.end(ngDSB, n, 16+size); err != nil {
+		return err
+	}
+	r.secrets(typ, data)
+	return nil
 }
 
 // length reads the total length of the block whose first 12 bytes are h,
