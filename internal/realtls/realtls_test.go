@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,22 +226,29 @@ func checkDecrypted(t *testing.T, sc scenario, r tsharkRuns) {
 }
 
 // comparePlainTLS compares the requests of the plaintext and TLS runs of
-// the kgo scenario: API key, version, correlation ID and client ID. With
-// inOrder (the committed set, checked to agree) the sequences in frame
-// order must be equal; a fresh run can interleave the connections'
-// requests differently, so without it the multisets must be equal.
-// Responses are not compared: tshark matches some of them to no request
-// (kafka.response_key missing), and not the same ones in every file.
+// the kgo scenario. With inOrder (the committed set, checked to agree) the
+// sequences of (API key, version, correlation ID, client ID) in frame order
+// must be equal. A fresh run need not repeat them exactly: under load a
+// consumer can close before or after one more fetch connection (ApiVersions
+// and Fetch of its own) and the connections' requests interleave
+// differently, so without inOrder the sets of distinct (API key, version,
+// client ID) must be equal. Responses are not compared: tshark matches
+// some of them to no request (kafka.response_key missing), and not the
+// same ones in every file.
 func comparePlainTLS(t *testing.T, runs map[string]tsharkRuns, inOrder bool) {
 	t.Helper()
-	key := func(m Msg) string { return fmt.Sprintf("%d v%d corr %d %q", m.Key, m.Version, m.Corr, m.ClientID) }
 	seq := func(name string) []string {
 		var s []string
 		for _, m := range requests(runs[name].keylog) {
-			s = append(s, key(m))
+			if inOrder {
+				s = append(s, fmt.Sprintf("%d v%d corr %d %q", m.Key, m.Version, m.Corr, m.ClientID))
+			} else {
+				s = append(s, fmt.Sprintf("%d v%d %q", m.Key, m.Version, m.ClientID))
+			}
 		}
 		if !inOrder {
 			slices.Sort(s)
+			s = slices.Compact(s)
 		}
 		return s
 	}
@@ -270,22 +280,34 @@ func countMalformed(msgs []Msg) int {
 	return n
 }
 
-// lineDiff lists the lines only in a (-) and only in b (+), up to 20.
+// lineDiff lists the lines a has more often than b (-) and those b has more
+// often than a (+), up to 20.
 func lineDiff(a, b string) string {
-	as, bs := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for _, l := range as {
-		if !slices.Contains(bs, l) {
-			out = append(out, "- "+l)
+	count := map[string]int{}
+	var order []string
+	for _, l := range strings.Split(a, "\n") {
+		if _, ok := count[l]; !ok {
+			order = append(order, l)
 		}
+		count[l]++
 	}
-	for _, l := range bs {
-		if !slices.Contains(as, l) {
-			out = append(out, "+ "+l)
+	for _, l := range strings.Split(b, "\n") {
+		if _, ok := count[l]; !ok {
+			order = append(order, l)
+		}
+		count[l]--
+	}
+	var out []string
+	for _, l := range order {
+		switch n := count[l]; {
+		case n > 0:
+			out = append(out, fmt.Sprintf("- %s (×%d)", l, n))
+		case n < 0:
+			out = append(out, fmt.Sprintf("+ %s (×%d)", l, -n))
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, "(same lines, in another order)")
+		out = append(out, "(the same lines, in another order)")
 	}
 	if len(out) > 20 {
 		out = append(out[:20], fmt.Sprintf("… %d more", len(out)-20))
@@ -321,4 +343,66 @@ func TestCaptureEndToEnd(t *testing.T) {
 		checkDecrypted(t, sc, runs[sc.name])
 	}
 	comparePlainTLS(t, runs, false)
+}
+
+// TestViolatingInstanceIDs has tshark decrypt the crafted client's
+// requests into raw bytes (-d tls.port==N,data) and reads their headers
+// here: the first two carry one instance ID (request header v2, tag 0), the
+// third another, which is what header-id-changed is about.
+func TestViolatingInstanceIDs(t *testing.T) {
+	tshark := wireshark.Need(t)
+	f := loadFixtures(t, committedDir)["violating-tls13"]
+	port := f.meta.Ports[0]
+	out, err := exec.Command(tshark, "-r", f.path(".pcap"), "-n", "-o", "tls.keylog_file:"+f.path(".keylog"),
+		"-d", fmt.Sprintf("tls.port==%d,data", port), "-Y", fmt.Sprintf("tcp.dstport==%d && data", port),
+		"-T", "fields", "-e", "data.data").Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	var ids []string
+	for _, l := range strings.Fields(string(out)) {
+		for _, h := range strings.Split(l, ",") {
+			b, err := hex.DecodeString(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := headerTag0(b)
+			if err != nil {
+				t.Fatalf("request %x: %v", b, err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) != 3 || ids[0] == "" || ids[0] != ids[1] || ids[2] == ids[1] || ids[2] == "" {
+		t.Fatalf("instance IDs of the crafted requests: %q, want two equal then another", ids)
+	}
+	t.Logf("instance IDs %q", ids)
+}
+
+// headerTag0 reads a whole request (size, then header v2) and returns the
+// hex of its header's tag 0, "" if it has none.
+func headerTag0(b []byte) (string, error) {
+	if len(b) < 14 || int(binary.BigEndian.Uint32(b)) != len(b)-4 {
+		return "", fmt.Errorf("not one whole request")
+	}
+	n := 12 + 2 + int(int16(binary.BigEndian.Uint16(b[12:]))) // client ID
+	if n > len(b) {
+		return "", fmt.Errorf("short client ID")
+	}
+	count, w := binary.Uvarint(b[n:])
+	n += w
+	for i := uint64(0); i < count; i++ {
+		tag, w := binary.Uvarint(b[n:])
+		n += w
+		size, w := binary.Uvarint(b[n:])
+		n += w
+		if w <= 0 || n+int(size) > len(b) {
+			return "", fmt.Errorf("short tagged field")
+		}
+		if tag == 0 {
+			return hex.EncodeToString(b[n : n+int(size)]), nil
+		}
+		n += int(size)
+	}
+	return "", nil
 }
