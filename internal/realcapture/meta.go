@@ -18,13 +18,17 @@ const MetaSuffix = ".meta.json"
 // harness counted in the file. It is written by the harness on every run;
 // what the capture must show is in the hand-written NAME.expect.json.
 type Meta struct {
-	Scenario      string   `json:"scenario"`
-	Client        string   `json:"client"`
-	ClientVersion string   `json:"client_version"`
-	Broker        string   `json:"broker"`
-	BrokerVersion string   `json:"broker_version"`
-	Role          string   `json:"role"`
-	Ports         []uint16 `json:"ports"`
+	Scenario      string `json:"scenario"`
+	Client        string `json:"client"`
+	ClientVersion string `json:"client_version"`
+	Broker        string `json:"broker"`
+	BrokerVersion string `json:"broker_version"`
+	Role          string `json:"role"`
+	// TLS is the TLS version the connections use ("1.2", "1.3"), empty
+	// for plaintext. Kafka inside TLS is not counted (Requests and the
+	// counts after it stay empty): the key log NAME.keylog decrypts it.
+	TLS   string   `json:"tls,omitempty"`
+	Ports []uint16 `json:"ports"`
 	// Summary is the client's own account of the run (records, groups,
 	// the keys its hooks saw); no payload bytes.
 	Summary     string              `json:"summary"`

@@ -125,8 +125,11 @@ func (s *Session) Write(dir string) error {
 		if err := writePcap(path, byScenario[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
-		st, err := ReadRequests(path, w.meta.Ports)
-		if err != nil {
+		var st *FileStats
+		if w.meta.TLS != "" {
+			// Encrypted: count frames and connections only.
+			st = tlsStats(byScenario[name])
+		} else if st, err = ReadRequests(path, w.meta.Ports); err != nil {
 			return fmt.Errorf("re-reading %s: %w", path, err)
 		}
 		fi, err := os.Stat(path)
@@ -158,6 +161,18 @@ func (s *Session) Write(dir string) error {
 	}
 	fmt.Fprintf(s.log, "captured %d packets in %d files, no drops\n", len(pkts), len(s.windows))
 	return nil
+}
+
+// tlsStats is the FileStats of an encrypted capture: its frames and
+// connections, no Kafka requests.
+func tlsStats(pkts []Packet) *FileStats {
+	st := &FileStats{Frames: len(pkts), Requests: map[int16]int{}, Versions: map[int16]map[int16]int{}}
+	conns := map[ConnKey]bool{}
+	for _, p := range pkts {
+		conns[p.Conn] = true
+	}
+	st.Connections = len(conns)
+	return st
 }
 
 // split assigns each connection to the window that holds its first packet
