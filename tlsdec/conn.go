@@ -760,3 +760,9 @@ func (c *Conn) keys13(f *side) {
 	}
 	f.aead, f.iv = a, iv
 }
+
+// Format prints the Conn's summary whatever the verb: a Conn holds keys,
+// and no verb may reach them.
+func (c Conn) Format(f fmt.State, _ rune) {
+	_, _ = f.Write([]byte("tlsdec.Conn(" + c.State().Summary() + ")"))
+}

@@ -35,6 +35,9 @@ var labels = [nLabels]string{
 // secrets are one client random's secrets, by label (nil: not logged).
 type secrets [nLabels][]byte
 
+// Format prints no secret, whatever the verb.
+func (s secrets) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("secrets")) }
+
 // KeyLog holds the secrets of an NSS key log, keyed by client random. Its
 // zero value is empty and ready; Add grows it. A KeyLog is not safe for
 // use by several goroutines while it grows.
@@ -43,18 +46,15 @@ type KeyLog struct {
 }
 
 // String says how many client randoms the key log holds, never a secret.
-func (k *KeyLog) String() string {
-	if k == nil {
-		return "key log (none)"
-	}
+func (k KeyLog) String() string {
 	return fmt.Sprintf("key log (%d client randoms)", len(k.m))
 }
 
 // GoString is String: %#v must not print secrets either.
-func (k *KeyLog) GoString() string { return k.String() }
+func (k KeyLog) GoString() string { return k.String() }
 
 // Format prints String for every verb, so that no verb reaches the secrets.
-func (k *KeyLog) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
+func (k KeyLog) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(k.String())) }
 
 // Len is the number of client randoms the key log holds.
 func (k *KeyLog) Len() int {
