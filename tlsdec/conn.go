@@ -84,7 +84,19 @@ type Counters struct {
 	Resyncs     int64 // records framed again after a gap or a bad header
 	BadHeaders  int64 // headers refused (oversized, unknown type or version)
 	Dropped     int64 // encrypted records not decrypted for want of keys
+	// Abandoned is set when a resync met MaxFalseHeaders plausible headers
+	// in a row whose records did not verify: the direction is not read any
+	// further (each try costs SeqWindow decryptions of up to a record).
+	Abandoned bool
+	// SkippedBytes are the bytes of an abandoned direction not read.
+	SkippedBytes int64
 }
+
+// MaxFalseHeaders is how many plausible headers a resync tries, whose
+// records verify at none of the window's sequence numbers, before it
+// abandons the direction. By chance a header is plausible at about one
+// offset in 10^8 of ciphertext: more than a few in a row is not chance.
+const MaxFalseHeaders = 8
 
 // State is what a Conn has found, for the report.
 type State struct {
@@ -143,10 +155,11 @@ type record struct {
 
 // side is one direction's state.
 type side struct {
-	buf   []byte       // bytes not yet framed
-	spans []kafka.Span // their spans, End relative to buf
-	lost  bool         // after a gap or a bad header: looking for a plausible header
-	gap   bool         // the next record decrypted follows a gap: its sequence number is unknown
+	buf       []byte       // bytes not yet framed
+	spans     []kafka.Span // their spans, End relative to buf
+	lost      bool         // after a gap or a bad header: looking for a plausible header
+	falseHdrs int          // plausible headers of this resync that did not verify
+	gap       bool         // the next record decrypted follows a gap: its sequence number is unknown
 
 	hs hsReader
 
@@ -238,6 +251,7 @@ func (c *Conn) Gap(s kafka.Direction) {
 	f.cnt.Gaps++
 	f.buf, f.spans = f.buf[:0], f.spans[:0]
 	f.lost, f.gap = true, true
+	f.falseHdrs = 0
 	f.hs = hsReader{}
 }
 
@@ -284,6 +298,10 @@ func (c *Conn) Feed(s kafka.Direction, data []byte, spans []kafka.Span) ([]byte,
 			return pre, ps, nil
 		}
 		return data, spans, nil
+	}
+	if f.cnt.Abandoned {
+		f.cnt.SkippedBytes += int64(len(data))
+		return c.out, c.outSpans, nil
 	}
 	c.lookup()
 	c.drain(s)
@@ -410,11 +428,18 @@ func (c *Conn) resync(s kafka.Direction) bool {
 			return false
 		}
 		if f.aead == nil || c.trial(s, f.buf[:n]) {
-			f.lost = false
+			f.lost, f.falseHdrs = false, 0
 			f.cnt.Resyncs++
 			return true
 		}
 		f.consume(1)
+		if f.falseHdrs++; f.falseHdrs >= MaxFalseHeaders {
+			f.cnt.Abandoned = true
+			f.cnt.SkippedBytes += int64(len(f.buf))
+			c.fail(s, f.at(0), "no record verified after a gap: direction abandoned")
+			f.buf, f.spans = nil, nil
+			return false
+		}
 	}
 }
 
@@ -504,7 +529,7 @@ func (c *Conn) hold(s kafka.Direction, rec []byte, at kafka.FrameRef) {
 // drain handles the records direction s holds if their keys are now known.
 func (c *Conn) drain(s kafka.Direction) {
 	f := &c.side[s]
-	if len(f.pending) > 0 && f.encrypted == false && c.haveSH && c.version == 0x0304 {
+	if len(f.pending) > 0 && !f.encrypted && c.haveSH && c.version == 0x0304 {
 		// A TLS 1.3 client's records held for the ServerHello: the
 		// handshake that came since made the side encrypted.
 		f.encrypted = true

@@ -10,14 +10,14 @@ import (
 type label uint8
 
 const (
-	labelMaster            label = iota // CLIENT_RANDOM: TLS 1.2 master secret
-	labelClientHandshake                // CLIENT_HANDSHAKE_TRAFFIC_SECRET
-	labelServerHandshake                // SERVER_HANDSHAKE_TRAFFIC_SECRET
-	labelClientTraffic                  // CLIENT_TRAFFIC_SECRET_0
-	labelServerTraffic                  // SERVER_TRAFFIC_SECRET_0
-	labelClientEarly                    // CLIENT_EARLY_TRAFFIC_SECRET (kept, unused)
-	labelExporter                       // EXPORTER_SECRET (kept, unused)
-	labelEarlyExporter                  // EARLY_EXPORTER_SECRET (kept, unused)
+	labelMaster          label = iota // CLIENT_RANDOM: TLS 1.2 master secret
+	labelClientHandshake              // CLIENT_HANDSHAKE_TRAFFIC_SECRET
+	labelServerHandshake              // SERVER_HANDSHAKE_TRAFFIC_SECRET
+	labelClientTraffic                // CLIENT_TRAFFIC_SECRET_0
+	labelServerTraffic                // SERVER_TRAFFIC_SECRET_0
+	labelClientEarly                  // CLIENT_EARLY_TRAFFIC_SECRET (kept, unused)
+	labelExporter                     // EXPORTER_SECRET (kept, unused)
+	labelEarlyExporter                // EARLY_EXPORTER_SECRET (kept, unused)
 	nLabels
 )
 

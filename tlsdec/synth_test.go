@@ -292,12 +292,25 @@ func TestOversizedHeader(t *testing.T) {
 func TestNotTLSPassesThrough(t *testing.T) {
 	c := NewConn(nil, Options{})
 	kafkaReq := []byte{0, 0, 0, 10, 0, 18, 0, 3, 0, 0, 0, 1, 0, 0}
-	o, sp, err := c.Feed(kafka.ToBroker, kafkaReq[:3], []kafka.Span{{End: 3, At: kafka.FrameRef{Frame: 1}}})
+	o, _, err := c.Feed(kafka.ToBroker, kafkaReq[:3], []kafka.Span{{End: 3, At: kafka.FrameRef{Frame: 1}}})
 	if len(o) != 0 || err != nil {
 		t.Fatal("decided on 3 bytes")
 	}
-	o, sp, _ = c.Feed(kafka.ToBroker, kafkaReq[3:], []kafka.Span{{End: len(kafkaReq) - 3, At: kafka.FrameRef{Frame: 2}}})
+	o, sp, _ := c.Feed(kafka.ToBroker, kafkaReq[3:], []kafka.Span{{End: len(kafkaReq) - 3, At: kafka.FrameRef{Frame: 2}}})
 	if !bytes.Equal(o, kafkaReq) || len(sp) != 2 || sp[1].End != len(kafkaReq) || !c.State().Plain {
 		t.Errorf("pass-through %x %v %+v", o, sp, c.State())
+	}
+}
+
+// A stream of plausible headers whose records never verify costs a few
+// trials, not one per byte: the direction is abandoned.
+func TestHostileResyncAbandons(t *testing.T) {
+	s, _, recs := tenRecords(t)
+	w := s.stream[kafka.ToBroker]
+	hostile := bytes.Repeat([]byte{typeAppData, 3, 3, 0x40, 0x00}, 4*MaxRecord/5)
+	c, out, _ := feedClient(t, s, w[recs[0][0]:recs[2][0]], nil, hostile, w[recs[2][0]:])
+	st := c.State().Side[0]
+	if len(out) == 0 || !st.Abandoned || st.SkippedBytes == 0 || st.TagFailures != 0 {
+		t.Errorf("%d bytes out, %+v", len(out), st)
 	}
 }
