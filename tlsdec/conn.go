@@ -156,6 +156,7 @@ type record struct {
 // side is one direction's state.
 type side struct {
 	buf       []byte       // bytes not yet framed
+	base      []byte       // buf's array from its start, to move buf back to
 	spans     []kafka.Span // their spans, End relative to buf
 	lost      bool         // after a gap or a bad header: looking for a plausible header
 	falseHdrs int          // plausible headers of this resync that did not verify
@@ -308,7 +309,7 @@ func (c *Conn) Feed(s kafka.Direction, data []byte, spans []kafka.Span) ([]byte,
 	f.append(data, spans)
 	c.frame(s)
 	if len(f.buf) == 0 {
-		f.buf, f.spans = f.buf[:0], f.spans[:0]
+		f.buf, f.spans = f.base[:0], f.spans[:0]
 	}
 	return c.out, c.outSpans, c.err
 }
@@ -318,7 +319,14 @@ func (f *side) append(data []byte, spans []kafka.Span) {
 		return
 	}
 	base := len(f.buf)
+	if need := len(f.buf) + len(data); need > cap(f.buf) && need <= cap(f.base) {
+		f.buf = f.base[:copy(f.base[:cap(f.base)], f.buf)] // move to the front, not grow
+	}
+	grow := len(f.buf)+len(data) > cap(f.buf)
 	f.buf = append(f.buf, data...)
+	if grow {
+		f.base = f.buf[:0]
+	}
 	last := kafka.FrameRef{}
 	for _, sp := range spans {
 		e := min(max(sp.End, 0), len(data))
