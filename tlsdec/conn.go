@@ -328,12 +328,16 @@ func (f *side) append(data []byte, spans []kafka.Span) {
 		f.base = f.buf[:0]
 	}
 	last := kafka.FrameRef{}
+	prev := 0
 	for _, sp := range spans {
-		e := min(max(sp.End, 0), len(data))
+		e := min(sp.End, len(data))
+		if e <= prev {
+			continue // empty, or out of order: the spans are the caller's
+		}
 		f.spans = append(f.spans, kafka.Span{End: base + e, At: sp.At})
-		last = sp.At
+		prev, last = e, sp.At
 	}
-	if len(spans) == 0 || spans[len(spans)-1].End < len(data) {
+	if prev < len(data) {
 		f.spans = append(f.spans, kafka.Span{End: base + len(data), At: last})
 	}
 }

@@ -52,7 +52,11 @@ func FuzzRecords(f *testing.F) {
 			if gapEvery > 3 && i%gapEvery == gapEvery-1 {
 				c.Gap(d)
 			}
-			out, spans, _ := c.Feed(d, streams[d][:n], []kafka.Span{{End: n / 2, At: kafka.FrameRef{Frame: int64(i)}}, {End: n, At: kafka.FrameRef{Frame: int64(i) + 1}}})
+			in := []kafka.Span{{End: n / 2, At: kafka.FrameRef{Frame: int64(i)}}, {End: n, At: kafka.FrameRef{Frame: int64(i) + 1}}}
+			if n/2 == 0 {
+				in = in[1:]
+			}
+			out, spans, _ := c.Feed(d, streams[d][:n], in)
 			fed[d] += n
 			streams[d] = streams[d][n:]
 			checkSpans(t, out, spans)
