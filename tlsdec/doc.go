@@ -19,6 +19,20 @@
 // ChaCha20-Poly1305 suites. Not supported: CBC suites, 0-RTT early data,
 // renegotiation.
 //
+// Use: one Conn per TCP connection, fed each direction's reassembled bytes
+// in order with their spans (Feed); what comes out is plaintext with spans
+// for decode.Conn.Feed. A connection whose first bytes are not a TLS record
+// is passed through as it is (State.Plain). Lost bytes are signalled by Gap:
+// the record they fall in is lost, the next one is found at the first
+// plausible application data header whose record verifies at one of the
+// next SeqWindow sequence numbers, and the records skipped are counted as
+// Lost. A record whose tag does not verify is dropped and counted; the
+// sequence number advances, so the next records decrypt. While the client
+// random is not in the key log the records are held, at most MaxPending
+// bytes, and the key log is looked up again at each Feed and Flush; over the
+// cap the Conn gives up (KeyGaveUp). A direction's own buffer holds at most
+// one record (MaxRecord + 5 bytes) between calls.
+//
 // Secrets are never printable: no value of the package formats secret
 // bytes, and no error carries them.
 //

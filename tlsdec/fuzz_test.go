@@ -13,8 +13,8 @@ import (
 // holds stays bounded.
 func FuzzRecords(f *testing.F) {
 	s := newSynth(f, 0x1303)
-	s.appData(kafka.ToBroker, "produce", 3000)
-	s.appData(kafka.ToClient, "fetch", 20000)
+	s.appData(kafka.ToBroker, "produce", 300)
+	s.appData(kafka.ToClient, "fetch", 200)
 	s.keyUpdate(kafka.ToBroker)
 	s.appData(kafka.ToBroker, "more", 10)
 	keylog := []byte(s.keylog)
@@ -23,7 +23,7 @@ func FuzzRecords(f *testing.F) {
 	f.Add(s.stream[0], s.stream[1], uint8(200), false)
 	certs(f)
 	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS13} {
-		tr := recordTLS(f, &tls.Config{MaxVersion: v}, &tls.Config{Certificates: []tls.Certificate{ecCert}})
+		tr := recordSizes(f, &tls.Config{MaxVersion: v}, &tls.Config{Certificates: []tls.Certificate{ecCert}}, []int{10, 100})
 		keylog = append(keylog, tr.keylog...)
 		var st [2][]byte
 		for _, w := range tr.writes {
@@ -34,6 +34,9 @@ func FuzzRecords(f *testing.F) {
 	}
 	keys := keysOf(f, keylog)
 	f.Fuzz(func(t *testing.T, cli, srv []byte, cut uint8, withKey bool) {
+		if len(cli)+len(srv) > 1<<16 {
+			return
+		}
 		k := keys
 		if !withKey {
 			k = nil

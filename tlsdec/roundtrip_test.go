@@ -51,10 +51,11 @@ type transcript struct {
 }
 
 var (
-	certOnce         sync.Once
-	ecCert, rsaCert  tls.Certificate
-	certErr          error
-	testMessageSizes = []int{1, 100, 5000, 16384, 16385, 40000, 7}
+	certOnce, rsaOnce sync.Once
+	rsaErr            error
+	ecCert, rsaCert   tls.Certificate
+	certErr           error
+	testMessageSizes  = []int{1, 100, 5000, 16384, 16385, 40000, 7}
 )
 
 func selfSigned(key any, pub any) (tls.Certificate, error) {
@@ -74,18 +75,26 @@ func certs(t testing.TB) {
 			certErr = err
 			return
 		}
-		if ecCert, certErr = selfSigned(ek, &ek.PublicKey); certErr != nil {
-			return
-		}
-		rk, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			certErr = err
-			return
-		}
-		rsaCert, certErr = selfSigned(rk, &rk.PublicKey)
+		ecCert, certErr = selfSigned(ek, &ek.PublicKey)
 	})
 	if certErr != nil {
 		t.Fatal(certErr)
+	}
+}
+
+// rsaCerts readies rsaCert too (slow to generate: only the RSA suites' test).
+func rsaCerts(t testing.TB) {
+	certs(t)
+	rsaOnce.Do(func() {
+		rk, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			rsaErr = err
+			return
+		}
+		rsaCert, rsaErr = selfSigned(rk, &rk.PublicKey)
+	})
+	if rsaErr != nil {
+		t.Fatal(rsaErr)
 	}
 }
 
@@ -93,6 +102,11 @@ func certs(t testing.TB) {
 // writes a request of each size, the server answers each with as many
 // bytes, and the client closes.
 func recordTLS(t testing.TB, ccfg, scfg *tls.Config) transcript {
+	t.Helper()
+	return recordSizes(t, ccfg, scfg, testMessageSizes)
+}
+
+func recordSizes(t testing.TB, ccfg, scfg *tls.Config, sizes []int) transcript {
 	t.Helper()
 	var tr transcript
 	var kl bytes.Buffer
@@ -107,7 +121,7 @@ func recordTLS(t testing.TB, ccfg, scfg *tls.Config) transcript {
 	done := make(chan error, 1)
 	go func() {
 		defer srv.Close()
-		for _, n := range testMessageSizes {
+		for _, n := range sizes {
 			buf := make([]byte, n)
 			if _, err := io.ReadFull(srv, buf); err != nil {
 				done <- err
@@ -126,7 +140,7 @@ func recordTLS(t testing.TB, ccfg, scfg *tls.Config) transcript {
 		_, _ = io.Copy(io.Discard, srv) // to the client's close_notify
 		done <- nil
 	}()
-	for i, n := range testMessageSizes {
+	for i, n := range sizes {
 		req := make([]byte, n)
 		for j := range req {
 			req[j] = byte(i + j)
@@ -229,7 +243,7 @@ func checkRoundTrip(t *testing.T, tr transcript, wantVersion, wantSuite string) 
 }
 
 func TestRoundTripTLS12(t *testing.T) {
-	certs(t)
+	rsaCerts(t)
 	for _, id := range []uint16{
 		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
 		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,

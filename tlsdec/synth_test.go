@@ -314,3 +314,23 @@ func TestHostileResyncAbandons(t *testing.T) {
 		t.Errorf("%d bytes out, %+v", len(out), st)
 	}
 }
+
+// A gap that takes the client's Finished: the next records are tried with
+// the application keys.
+func TestGapOverFinished(t *testing.T) {
+	s, msgs, recs := tenRecords(t)
+	w := s.stream[kafka.ToBroker]
+	c := NewConn(keysOf(t, []byte(s.keylog)), Options{})
+	c.Feed(kafka.ToBroker, w[:s.ends[0][0]], nil)
+	c.Feed(kafka.ToClient, s.stream[1], nil)
+	fin := s.ends[0][1] // the CCS ends, the Finished starts
+	c.Feed(kafka.ToBroker, w[s.ends[0][0]:fin+10], nil)
+	c.Gap(kafka.ToBroker)
+	out, _, _ := c.Feed(kafka.ToBroker, w[(recs[0][0]+recs[0][1])/2:], nil)
+	if want := bytes.Join(msgs[1:], nil); !bytes.Equal(out, want) {
+		t.Errorf("got %d bytes, want %d (%+v)", len(out), len(want), c.State().Side[0])
+	}
+	if st := c.State().Side[0]; st.Lost != 1 || st.TagFailures != 0 {
+		t.Errorf("counters %+v", st)
+	}
+}
