@@ -382,3 +382,48 @@ func TestSpansFollowRecords(t *testing.T) {
 		}
 	}
 }
+
+// A gap in crypto/tls's own records (TLS 1.2 GCM with explicit nonces,
+// TLS 1.2 ChaCha20, TLS 1.3): the two records it cuts are lost, the rest
+// decrypts.
+func TestRoundTripGap(t *testing.T) {
+	certs(t)
+	for _, cfg := range []*tls.Config{
+		{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}},
+		{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256}},
+		{MinVersion: tls.VersionTLS13},
+	} {
+		tr := recordTLS(t, cfg, &tls.Config{Certificates: []tls.Certificate{ecCert}})
+		c := NewConn(keysOf(t, tr.keylog), Options{})
+		// crypto/tls writes a record at a time: cut from the middle of the
+		// first big server record to the middle of the next one.
+		var out []byte
+		before, phase := -1, 0
+		for _, w := range tr.writes {
+			b := w.b
+			if w.side == kafka.ToClient && phase == 0 && len(b) > 10000 {
+				b, phase = b[:len(b)/2], 1
+			} else if w.side == kafka.ToClient && phase == 1 {
+				before = len(out)
+				c.Gap(kafka.ToClient)
+				b, phase = b[len(b)/2:], 2
+			}
+			o, _, _ := c.Feed(w.side, b, nil)
+			if w.side == kafka.ToClient {
+				out = append(out, o...)
+			}
+		}
+		if before < 0 {
+			t.Fatal("no big record")
+		}
+		app := tr.app[kafka.ToClient]
+		st := c.State()
+		tail := out[before:]
+		if !bytes.HasPrefix(app, out[:before]) || !bytes.HasSuffix(app, tail) || len(tail) == 0 || len(out) >= len(app) {
+			t.Errorf("%s: %d bytes before the gap, %d after, app %d", st.Suite, before, len(tail), len(app))
+		}
+		if sc := st.Side[kafka.ToClient]; sc.Lost != 2 || sc.TagFailures != 0 || sc.Resyncs != 1 {
+			t.Errorf("%s: counters %+v", st.Suite, sc)
+		}
+	}
+}
