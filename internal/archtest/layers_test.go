@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"capture":        {"capture/filter", "kafka"},
 	"reassembly":     {"capture", "kafka"},
 	"decode":         {"kafka"},
+	"tlsdec":         {"kafka"},
 	"rules":          {"decode", "kafka"},
 	"result":         {"capture", "reassembly", "decode", "kafka"},
 	"report":         {"decode", "kafka", "result", "rules"},
@@ -32,7 +33,7 @@ var allowed = map[string][]string{
 }
 
 // pure are the packages that must do no I/O and start no goroutines.
-var pure = []string{"decode", "rules", "kafka"}
+var pure = []string{"decode", "rules", "kafka", "tlsdec"}
 
 // impure are standard packages a pure package must not import.
 var impure = []string{"os", "io/fs", "net", "net/http", "syscall", "sync", "os/exec", "log"}
@@ -184,4 +185,22 @@ func sharedShape(st *ast.StructType) string {
 		return "Close"
 	}
 	return ""
+}
+
+// tlsdec takes its cryptography from the standard library and
+// golang.org/x/crypto only: besides kafka it imports nothing else outside
+// the standard library.
+func TestTLSDecImportsOnlyStdlibAndXCrypto(t *testing.T) {
+	pkgs := list(t)
+	p, found := pkgs["tlsdec"]
+	if !found {
+		t.Fatal("package tlsdec is gone")
+	}
+	for _, imp := range p.Imports {
+		first, _, _ := strings.Cut(imp, "/")
+		if !strings.Contains(first, ".") || imp == module+"kafka" || strings.HasPrefix(imp, "golang.org/x/crypto/") {
+			continue
+		}
+		t.Errorf("tlsdec imports %s: only the standard library, golang.org/x/crypto and kafka", imp)
+	}
 }
