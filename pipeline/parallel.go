@@ -61,6 +61,10 @@ type chunk struct {
 	// interrupted: the context ended the run.
 	interrupted bool
 	stats       capture.Stats
+	// secrets are the TLS key logs of the decryption secrets blocks read
+	// with the chunk's packets: each worker adds them to its own key log
+	// before it reads them.
+	secrets [][]byte
 }
 
 // part is one worker's share of one chunk, and then its records.
@@ -318,6 +322,9 @@ func runWorker(w *worker, rec *recorder, in <-chan *part) {
 	a := &adder{w: w, rec: rec}
 	a.p.TCP = &a.tcp
 	for pt := range in {
+		for _, s := range pt.chunk.secrets {
+			w.addSecrets(capture.SecretsTLSKeyLog, s)
+		}
 		a.add(pt)
 		rec.send(pt)
 	}
@@ -392,7 +399,10 @@ type dealer struct {
 func (rd *dealer) run() {
 	n := len(rd.work)
 	var c *chunk
-	take := func() { c = <-rd.free }
+	take := func() {
+		c = <-rd.free
+		c.secrets = c.secrets[:0]
+	}
 	send := func(last, interrupted bool, err error) {
 		c.last, c.interrupted, c.err, c.stats = last, interrupted, err, rd.files.Stats()
 		c.lease = rd.files.Lease()
@@ -406,6 +416,13 @@ func (rd *dealer) run() {
 		}
 	}()
 	rd.files.LeaveTCP() // the workers decode the TCP headers
+	if len(rd.opt.TLSKeyLog) > 0 || rd.opt.TLSSecrets {
+		rd.files.OnSecrets(func(_ int, typ uint32, data []byte) {
+			if typ == capture.SecretsTLSKeyLog {
+				c.secrets = append(c.secrets, data)
+			}
+		})
+	}
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	rd.gate = reassembly.NewGate(rd.opt.Reassembly)
 	var p capture.Packet

@@ -12,6 +12,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/result"
+	"github.com/kidscope/kidscope/tlsdec"
 )
 
 // Options say what to read and how.
@@ -47,6 +48,15 @@ type Options struct {
 	// is capped by Decode.MaxBodySize too). Workers share it out. A body
 	// that does not fit is not decoded, and is counted.
 	BodyBytes int64
+	// TLSKeyLog, when set, is the text of NSS key logs: TLS connections
+	// whose secrets it holds are decrypted before they are decoded (each
+	// worker parses its own copy). The decryption secrets blocks of
+	// pcapng inputs are added to it as they are read, when it is set or
+	// TLSSecrets is.
+	TLSKeyLog []byte
+	// TLSSecrets reads the decryption secrets blocks of pcapng inputs
+	// without a key log given.
+	TLSSecrets bool
 }
 
 // defaultResyncBytes is Options.ResyncBytes when it is not set.
@@ -182,7 +192,11 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		return runParallel(ctx, opt, files, d)
 	}
 	gate := reassembly.NewGate(opt.Reassembly)
-	asm := newWorker(&opt, opt.Reassembly.Gated(), 1, d).asm
+	w := newWorker(&opt, opt.Reassembly.Gated(), 1, d)
+	asm := w.asm
+	if files != nil && w.keys != nil {
+		files.OnSecrets(func(_ int, typ uint32, data []byte) { w.addSecrets(typ, data) })
+	}
 	var p capture.Packet
 	nextTick := time.Now().Add(time.Second)
 	tick := func() {
@@ -263,6 +277,9 @@ type worker struct {
 	asm  *reassembly.Assembler
 	dopt decode.Options
 	out  emitter
+	// keys is the worker's own key log (nil without TLS decryption): only
+	// its goroutine reads it or adds to it.
+	keys *tlsdec.KeyLog
 }
 
 // emitter hears what a worker makes of its connections.
@@ -278,6 +295,7 @@ type emitter interface {
 type workerConn struct {
 	conn *Conn
 	dec  *decode.Conn
+	tls  *tlsdec.Conn // nil when the worker has no keys
 }
 
 // newWorker makes one of n workers, with assembler options ropt.
@@ -289,12 +307,26 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	dopt.ScanBudget = opt.scanBudget(n)
 	dopt.BodyBudget = opt.bodyBudget(n)
 	w := &worker{dopt: dopt, out: out}
+	if len(opt.TLSKeyLog) > 0 || opt.TLSSecrets {
+		w.keys, _ = tlsdec.ParseKeyLog(opt.TLSKeyLog) // the lines not taken were reported by the caller
+	}
 	w.asm = reassembly.New(ropt, w)
 	return w
 }
 
+// addSecrets adds a pcapng decryption secrets block's TLS key log to the
+// worker's keys.
+func (w *worker) addSecrets(typ uint32, data []byte) {
+	if w.keys != nil && typ == capture.SecretsTLSKeyLog {
+		w.keys.AddAll(data)
+	}
+}
+
 func (w *worker) Open(rc *reassembly.Conn) {
 	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: rc.Conn}}
+	if w.keys != nil && w.keys.Len() > 0 {
+		wc.tls = tlsdec.NewConn(w.keys, tlsdec.Options{})
+	}
 	wc.dec.Start(kafka.ToBroker, rc.MidStream[kafka.ToBroker])
 	wc.dec.Start(kafka.ToClient, rc.MidStream[kafka.ToClient])
 	rc.User = wc
@@ -303,11 +335,28 @@ func (w *worker) Open(rc *reassembly.Conn) {
 
 func (w *worker) Data(rc *reassembly.Conn, d kafka.Direction, data []byte, spans []kafka.Span) {
 	wc := rc.User.(*workerConn)
-	w.emit(rc, wc, wc.dec.Feed(d, data, spans))
+	if wc.tls == nil {
+		w.emit(rc, wc, wc.dec.Feed(d, data, spans))
+		return
+	}
+	// Decrypted, or passed through as it is when the connection is not
+	// TLS; the record errors are counted in the Conn's State.
+	if out, sp, _ := wc.tls.Feed(d, data, spans); len(out) > 0 {
+		w.emit(rc, wc, wc.dec.Feed(d, out, sp))
+	}
+	// A client's records held until the server's hello told their keys.
+	if d == kafka.ToClient && wc.tls.Pending(kafka.ToBroker) > 0 {
+		if out, sp, _ := wc.tls.Flush(kafka.ToBroker); len(out) > 0 {
+			w.emit(rc, wc, wc.dec.Feed(kafka.ToBroker, out, sp))
+		}
+	}
 }
 
 func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
+	if wc.tls != nil {
+		wc.tls.Gap(d)
+	}
 	wc.dec.Lost(d)
 	w.out.gap(wc.conn, d, at)
 }
@@ -315,7 +364,13 @@ func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.
 func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
 	w.emit(rc, wc, wc.dec.Finish())
-	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: wc.dec.Outcome()})
+	out := wc.dec.Outcome()
+	if wc.tls != nil {
+		if st := wc.tls.State(); st.TLS && st.Key != tlsdec.KeyFound && out.NotKafka == "" {
+			out.NotKafka = "TLS (no key)"
+		}
+	}
+	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: out})
 	wc.dec = nil // its buffers are no longer needed
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/tlsdec"
 )
 
 // inputFlags are the flags every command that reads traffic shares.
@@ -34,6 +35,7 @@ type inputFlags struct {
 	memoryLimit    string
 	resyncBuffer   string
 	bodyBuffer     string
+	tlsKeylogs     []string
 }
 
 func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
@@ -58,6 +60,8 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted (default an 8th of --memory-limit)")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
+	fl.StringArrayVar(&f.tlsKeylogs, "tls-keylog", nil,
+		"NSS key log (SSLKEYLOGFILE format) to decrypt Kafka over TLS, repeatable; pcapng decryption secrets blocks are used too")
 	fl.StringVar(&f.bpfRaw, "bpf-raw", "", "a classic BPF program as `tcpdump -ddd` prints it (a file name, or the text), instead of --filter")
 }
 
@@ -129,7 +133,31 @@ func (f *inputFlags) options(cmd *cobra.Command, files []string) (pipeline.Optio
 		f.maxConnPages = min(b.pagesPerConn, f.maxBufferPages)
 	}
 	opt, form, err := f.pipelineOptions(files, b)
+	if err != nil {
+		return opt, form, b, err
+	}
+	opt.TLSKeyLog, err = f.keyLogs()
+	opt.TLSSecrets = true
 	return opt, form, b, err
+}
+
+// keyLogs reads the --tls-keylog files into one key log. A line that is
+// not a key log line is said on stderr, by its number (never its text,
+// which may hold a secret), and left out.
+func (f *inputFlags) keyLogs() ([]byte, error) {
+	var all []byte
+	for _, name := range f.tlsKeylogs {
+		text, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-keylog: %w", err)
+		}
+		if _, errs := tlsdec.ParseKeyLog(text); len(errs) > 0 {
+			fmt.Fprintf(os.Stderr, "kidscope: %s: %d lines are not key log lines and were left out (the first: %v)\n",
+				report.SafeText(name), len(errs), errs[0])
+		}
+		all = append(append(all, text...), '\n')
+	}
+	return all, nil
 }
 
 func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options, report.UUIDForm, error) {

@@ -29,7 +29,7 @@ var allowed = map[string][]string{
 	"rules":          {"decode", "kafka"},
 	"result":         {"capture", "reassembly", "decode", "kafka"},
 	"report":         {"decode", "kafka", "result", "rules"},
-	"pipeline":       {"capture", "capture/filter", "reassembly", "decode", "rules", "result", "kafka"},
+	"pipeline":       {"capture", "capture/filter", "reassembly", "tlsdec", "decode", "rules", "result", "kafka"},
 }
 
 // pure are the packages that must do no I/O and start no goroutines.
