@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
@@ -57,6 +58,11 @@ type Options struct {
 	// TLSSecrets reads the decryption secrets blocks of pcapng inputs
 	// without a key log given.
 	TLSSecrets bool
+	// TLSMore, when set (live, with key logs that grow while it runs), is
+	// called about ten times a second of wall time for the key log text
+	// written since; connections whose keys it brings are decrypted from
+	// the ciphertext they held (tlsdec.DefaultMaxPending at most).
+	TLSMore func() []byte
 }
 
 // defaultResyncBytes is Options.ResyncBytes when it is not set.
@@ -209,10 +215,20 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		}
 		opt.OnTick(pr)
 	}
+	nextKeys := time.Now()
+	pollKeys := func() {
+		if opt.TLSMore != nil && time.Now().After(nextKeys) {
+			nextKeys = time.Now().Add(100 * time.Millisecond)
+			w.moreKeys(opt.TLSMore())
+		}
+	}
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			sum.Interrupted = true
 			break
+		}
+		if n&63 == 0 {
+			pollKeys()
 		}
 		if opt.MaxPackets > 0 && src.Stats().Packets >= opt.MaxPackets {
 			break
@@ -232,6 +248,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 				sum.Interrupted = true
 				break
 			}
+			pollKeys()
 			gate.Expire(time.Now())
 			asm.Expire(time.Now())
 			if time.Now().After(nextTick) {
@@ -280,6 +297,11 @@ type worker struct {
 	// keys is the worker's own key log (nil without TLS decryption): only
 	// its goroutine reads it or adds to it.
 	keys *tlsdec.KeyLog
+	// growing: keys may arrive after a connection opens (TLSMore), so
+	// every connection gets a decrypter; waiting are those that hold
+	// ciphertext for want of keys.
+	growing bool
+	waiting map[*workerConn]*reassembly.Conn
 }
 
 // emitter hears what a worker makes of its connections.
@@ -307,11 +329,49 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	dopt.ScanBudget = opt.scanBudget(n)
 	dopt.BodyBudget = opt.bodyBudget(n)
 	w := &worker{dopt: dopt, out: out}
-	if len(opt.TLSKeyLog) > 0 || opt.TLSSecrets {
+	if len(opt.TLSKeyLog) > 0 || opt.TLSSecrets || opt.TLSMore != nil {
 		w.keys, _ = tlsdec.ParseKeyLog(opt.TLSKeyLog) // the lines not taken were reported by the caller
+		w.growing = opt.TLSMore != nil
+		w.waiting = map[*workerConn]*reassembly.Conn{}
 	}
 	w.asm = reassembly.New(ropt, w)
 	return w
+}
+
+// moreKeys adds key log text written since the run began, and decrypts
+// what the connections waiting for those keys held.
+func (w *worker) moreKeys(text []byte) {
+	if w.keys == nil || len(text) == 0 {
+		return
+	}
+	w.keys.AddAll(text)
+	// In the order the connections opened, not the map's.
+	conns := make([]*workerConn, 0, len(w.waiting))
+	for wc := range w.waiting {
+		conns = append(conns, wc)
+	}
+	slices.SortFunc(conns, func(a, b *workerConn) int { return a.conn.First.Compare(b.conn.First) })
+	for _, wc := range conns {
+		rc := w.waiting[wc]
+		for _, d := range [2]kafka.Direction{kafka.ToBroker, kafka.ToClient} {
+			if out, sp, _ := wc.tls.Flush(d); len(out) > 0 {
+				w.emit(rc, wc, wc.dec.Feed(d, out, sp))
+			}
+		}
+		w.markWaiting(rc, wc)
+	}
+}
+
+// markWaiting keeps track of whether wc holds ciphertext for want of keys.
+func (w *worker) markWaiting(rc *reassembly.Conn, wc *workerConn) {
+	if !w.growing {
+		return
+	}
+	if wc.tls.Pending(kafka.ToBroker)+wc.tls.Pending(kafka.ToClient) > 0 {
+		w.waiting[wc] = rc
+	} else {
+		delete(w.waiting, wc)
+	}
 }
 
 // addSecrets adds a pcapng decryption secrets block's TLS key log to the
@@ -324,7 +384,7 @@ func (w *worker) addSecrets(typ uint32, data []byte) {
 
 func (w *worker) Open(rc *reassembly.Conn) {
 	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: rc.Conn}}
-	if w.keys != nil && w.keys.Len() > 0 {
+	if w.keys != nil && (w.keys.Len() > 0 || w.growing) {
 		wc.tls = tlsdec.NewConn(w.keys, tlsdec.Options{})
 	}
 	wc.dec.Start(kafka.ToBroker, rc.MidStream[kafka.ToBroker])
@@ -350,6 +410,7 @@ func (w *worker) Data(rc *reassembly.Conn, d kafka.Direction, data []byte, spans
 			w.emit(rc, wc, wc.dec.Feed(kafka.ToBroker, out, sp))
 		}
 	}
+	w.markWaiting(rc, wc)
 }
 
 func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.FrameRef) {
@@ -366,6 +427,7 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	w.emit(rc, wc, wc.dec.Finish())
 	out := wc.dec.Outcome()
 	if wc.tls != nil {
+		delete(w.waiting, wc)
 		if st := wc.tls.State(); st.TLS && st.Key != tlsdec.KeyFound && out.NotKafka == "" {
 			out.NotKafka = "TLS (no key)"
 		}

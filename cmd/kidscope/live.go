@@ -99,6 +99,16 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
+	if len(in.tlsKeylogs) > 0 {
+		// Opened now, while live may still read them (before it gives up
+		// root), and followed as clients append their keys.
+		follow, err := newKeyLogFollower(in.tlsKeylogs)
+		if err != nil {
+			return usageError(err)
+		}
+		defer follow.close()
+		opt.TLSMore = follow.more
+	}
 	stopGovernor, err := in.applyMemoryLimit(cmd)
 	if err != nil {
 		return usageError(err)

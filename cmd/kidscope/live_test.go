@@ -156,6 +156,12 @@ func violatingClient(t *testing.T, port int) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	violateOn(t, c)
+}
+
+// violateOn sends the crafted client's requests on c, reading each answer.
+func violateOn(t *testing.T, c net.Conn) {
+	t.Helper()
 	a := kafka.UUID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	b := kafka.UUID{9, 9, 9, 9, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	send := func(key, ver int16, corr int32, id kafka.UUID, body kmsg.Request) {

@@ -22,16 +22,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,29 +86,6 @@ func tlsName(v uint16) string {
 	return fmt.Sprintf("0x%04x", v)
 }
 
-// selfSigned makes a self-signed ECDSA P-256 certificate for 127.0.0.1.
-func selfSigned() (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kidscope-tls"},
-		DNSNames:              []string{"localhost"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
 // syncBuffer is a key log that several connections write at once.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -136,7 +107,7 @@ func (s *syncBuffer) Bytes() []byte {
 // run captures every scenario into dir.
 func run(ctx context.Context, iface, dir string, log io.Writer) (err error) {
 	begin := time.Now()
-	cert, err := selfSigned()
+	cert, err := realcapture.SelfSigned()
 	if err != nil {
 		return err
 	}

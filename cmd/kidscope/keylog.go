@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+)
+
+// keyLogFollower reads what is appended to key log files while live runs
+// (a client writes a line as each of its connections starts). The files
+// are opened once, before live gives up root, and read from where the
+// last whole line ended.
+type keyLogFollower struct {
+	files []*os.File
+	off   []int64
+	buf   []byte
+}
+
+func newKeyLogFollower(names []string) (*keyLogFollower, error) {
+	k := &keyLogFollower{}
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			k.close()
+			return nil, fmt.Errorf("--tls-keylog: %w", err)
+		}
+		k.files = append(k.files, f)
+		k.off = append(k.off, 0)
+	}
+	k.more() // what is there already was read with the options
+	return k, nil
+}
+
+// more returns the whole lines written since the last call.
+func (k *keyLogFollower) more() []byte {
+	var out []byte
+	for i, f := range k.files {
+		for {
+			if cap(k.buf) < 64<<10 {
+				k.buf = make([]byte, 64<<10)
+			}
+			n, err := f.ReadAt(k.buf[:cap(k.buf)], k.off[i])
+			chunk := k.buf[:n]
+			end := bytes.LastIndexByte(chunk, '\n') + 1
+			out = append(out, chunk[:end]...)
+			k.off[i] += int64(end)
+			if err == io.EOF || err != nil || end == 0 || n < len(k.buf) {
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (k *keyLogFollower) close() {
+	for _, f := range k.files {
+		f.Close()
+	}
+}
