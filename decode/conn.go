@@ -188,6 +188,10 @@ type Outcome struct {
 	// NotKafka names what the connection carried when it was not Kafka
 	// ("TLS", …); empty for Kafka.
 	NotKafka string
+	// TLS is the TLS the connection's bytes were decrypted from ("TLS 1.3
+	// TLS_AES_128_GCM_SHA256"); empty for plaintext. The decoder never
+	// sets it: the pipeline does, which decrypts before decoding.
+	TLS string
 }
 
 // Outcome returns what the decoder made of the connection so far.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kidscope/kidscope/capture"
@@ -13,6 +14,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/result"
+	"github.com/kidscope/kidscope/rules"
 	"github.com/kidscope/kidscope/tlsdec"
 )
 
@@ -428,8 +430,11 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	out := wc.dec.Outcome()
 	if wc.tls != nil {
 		delete(w.waiting, wc)
-		if st := wc.tls.State(); st.TLS && st.Key != tlsdec.KeyFound && out.NotKafka == "" {
-			out.NotKafka = "TLS (no key)"
+		switch st := wc.tls.State(); {
+		case st.TLS && st.Key == tlsdec.KeyFound:
+			out.TLS = strings.TrimSpace(st.Version + " " + st.Suite)
+		case st.TLS && out.NotKafka == "":
+			out.NotKafka = rules.TLSNoKey
 		}
 	}
 	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: out})

@@ -145,6 +145,7 @@ type connectionJSON struct {
 	Unanswered int64      `json:"unanswered"`
 	NewClient  bool       `json:"new_client"`
 	NotKafka   *string    `json:"not_kafka"`
+	TLS        *string    `json:"tls"`
 	First      *whereJSON `json:"first"`
 	Last       *whereJSON `json:"last"`
 }
@@ -180,6 +181,7 @@ type brokerJSON struct {
 	EnforceTotal  int64 `json:"enforce_total"`
 	IgnoreTotal   int64 `json:"ignore_total"`
 	Connections   int   `json:"connections"`
+	TLSNoKey      int   `json:"tls_no_key"`
 	Telemetry     *bool `json:"telemetry"`
 }
 
@@ -247,7 +249,7 @@ func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) conne
 	j := connectionJSON{
 		ID: c.ID, Client: c.Key.Client.String(), Broker: c.Key.Broker.String(),
 		Profile: optText(c.Profile.String()), MidStream: c.MidStream, Requests: c.Requests, Responses: c.Responses,
-		Gaps: c.Gaps, Unanswered: c.Unanswered, NewClient: c.NewClient, NotKafka: optText(c.NotKafka),
+		Gaps: c.Gaps, Unanswered: c.Unanswered, NewClient: c.NewClient, NotKafka: optText(c.NotKafka), TLS: optText(c.TLS),
 		First: whereOf(files, c.First), Last: whereOf(files, c.Last),
 	}
 	if c.HasClient {
@@ -299,7 +301,7 @@ type evidenceFrame struct {
 
 func newBrokerJSON(files []string, b *rules.Broker) brokerJSON {
 	j := brokerJSON{Broker: b.Endpoint.String(), KIP1313: b.Verdict.String(), EvidenceFrames: []int64{},
-		EnforceFrames: []int64{}, IgnoreFrames: []int64{}, Evidence: []evidenceJSON{}, Connections: b.Connections}
+		EnforceFrames: []int64{}, IgnoreFrames: []int64{}, Evidence: []evidenceJSON{}, Connections: b.Connections, TLSNoKey: b.TLSNoKey}
 	for _, f := range b.EnforceFrames {
 		j.EnforceFrames = append(j.EnforceFrames, f.Frame)
 	}

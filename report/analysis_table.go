@@ -586,6 +586,9 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 		if c.MidStream {
 			kind = append(kind, "mid-stream")
 		}
+		if c.TLS != "" {
+			kind = append(kind, st.wrap(c.TLS, 16)...)
+		}
 		g.rows = append(g.rows, [][]string{
 			{strconv.Itoa(c.ID)},
 			{c.Key.Client.String(), "→ " + c.Key.Broker.String()},
@@ -709,7 +712,11 @@ func brokerBlocks(a *Analysis, st *docStyle) []block {
 		if len(ign) > 0 {
 			ev = append(ev, st.labelled("ignores", evidenceText(ign, b.Ignored), 36)...)
 		}
-		g.rows = append(g.rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, {commas(int64(b.Connections))}, orNone(ev)})
+		conns := []string{commas(int64(b.Connections))}
+		if b.TLSNoKey > 0 {
+			conns = append(conns, commas(int64(b.TLSNoKey))+" TLS (no key)")
+		}
+		g.rows = append(g.rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, conns, orNone(ev)})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g},
 		block{kind: blockPara, text: plain("enforces: answered INVALID_REQUEST to a request that breaks KIP-1313, or closed the connection on it; ignores: answered it with error code 0 (a pre-KIP-1313 broker); mixed: both; unknown: no such request was answered.")})

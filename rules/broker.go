@@ -10,6 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// TLSNoKey is what a connection carries (decode.Outcome.NotKafka) when it
+// is TLS and the key logs lack its keys.
+const TLSNoKey = "TLS (no key)"
+
 // BrokerRejectedValid is the broker verdict's rule (RULES.md §4).
 const BrokerRejectedValid = "broker-rejected-valid"
 
@@ -59,6 +63,9 @@ type brokerConn struct {
 // close counts the connection in its broker's row of the matrix: Kafka
 // connections that sent a request, by client kind.
 func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
+	if ci.NotKafka == TLSNoKey {
+		bcn.b.tlsNoKey++
+	}
 	if ci.NotKafka == "" && c.requests > 0 {
 		kind := 0
 		if c.hasFirstID {
@@ -145,6 +152,7 @@ type brokerState struct {
 	enforce, ignore   []kafka.FrameRef
 	enforced, ignored int64 // evidence, kept or not
 	connections       int
+	tlsNoKey          int    // connections that were TLS without their keys
 	kinds             [2]int // closed Kafka connections by client kind (old, new)
 	telemetry         bool   // its ApiVersions offered keys 71 and 72
 	telemetryKnown    bool
@@ -177,7 +185,7 @@ func (bc *brokerChecker) list() []Broker {
 	var out []Broker
 	for ep, b := range bc.brokers {
 		br := Broker{Endpoint: ep, EnforceFrames: slices.Clone(b.enforce), IgnoreFrames: slices.Clone(b.ignore),
-			Enforced: b.enforced, Ignored: b.ignored, Connections: b.connections,
+			Enforced: b.enforced, Ignored: b.ignored, Connections: b.connections, TLSNoKey: b.tlsNoKey,
 			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown, Verdict: b.verdict()}
 		out = append(out, br)
 	}

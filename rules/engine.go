@@ -270,7 +270,7 @@ func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Findin
 	row := Connection{ID: c.info.ID, Key: c.info.Endpoints, ClientID: c.clientID, HasClient: c.clientID != "",
 		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream[kafka.ToBroker],
 		NewClient: c.hasFirstID, Requests: c.requests, Responses: c.responses, Unanswered: ci.Counters.Unanswered, Gaps: c.gaps,
-		NotKafka: ci.NotKafka, First: c.info.First, Last: c.last}
+		NotKafka: ci.NotKafka, TLS: ci.TLS, First: c.info.First, Last: c.last}
 	for _, k := range c.checks {
 		k.describe(&row)
 	}

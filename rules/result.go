@@ -130,8 +130,10 @@ type Broker struct {
 	EnforceFrames     []kafka.FrameRef
 	IgnoreFrames      []kafka.FrameRef
 	Enforced, Ignored int64
-	// Connections counts every connection to it, listed or not.
+	// Connections counts every connection to it, listed or not; TLSNoKey
+	// those that were TLS without their keys in the key logs.
 	Connections int
+	TLSNoKey    int
 	// Telemetry says whether its ApiVersions offered keys 71 and 72
 	// (unknown when no ApiVersions response was seen).
 	Telemetry      bool
@@ -155,7 +157,10 @@ type Connection struct {
 	Unanswered    int64
 	Gaps          int
 	NotKafka      string
-	First, Last   kafka.FrameRef
+	// TLS is the TLS the connection was decrypted from; empty for
+	// plaintext (decode.Outcome.TLS).
+	TLS         string
+	First, Last kafka.FrameRef
 }
 
 // Instance is one client instance ID and where it was seen.

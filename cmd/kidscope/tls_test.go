@@ -98,8 +98,12 @@ func TestTLSAnalyze(t *testing.T) {
 		} `json:"findings"`
 		Connections []struct {
 			NotKafka *string `json:"not_kafka"`
+			TLS      *string `json:"tls"`
 			Requests int     `json:"requests"`
 		} `json:"connections"`
+		Brokers []struct {
+			TLSNoKey int `json:"tls_no_key"`
+		} `json:"brokers"`
 	}
 	analyze := func(args ...string) doc {
 		t.Helper()
@@ -130,10 +134,23 @@ func TestTLSAnalyze(t *testing.T) {
 	if len(d.Connections) != 1 || d.Connections[0].NotKafka == nil || *d.Connections[0].NotKafka != "TLS (no key)" {
 		t.Errorf("with another capture's key log: connections %+v, want one, TLS (no key)", d.Connections)
 	}
+	if len(d.Brokers) != 1 || d.Brokers[0].TLSNoKey != 1 {
+		t.Errorf("with another capture's key log: brokers %+v, want one with one TLS (no key)", d.Brokers)
+	}
 
 	tls13, plain := loadTLSFixture(t, "kgo-tls13"), loadTLSFixture(t, "kgo-plain")
 	enc := analyze("-p", tls13.port, "--tls-keylog", tls13.name+".keylog", tls13.name+".pcap")
 	clear := analyze("-p", plain.port, plain.name+".pcap")
+	for _, c := range enc.Connections {
+		if c.TLS == nil || *c.TLS != "TLS 1.3 TLS_AES_128_GCM_SHA256" {
+			t.Errorf("a decrypted connection's tls is %v, want TLS 1.3 TLS_AES_128_GCM_SHA256", c.TLS)
+		}
+	}
+	for _, c := range clear.Connections {
+		if c.TLS != nil {
+			t.Errorf("a plaintext connection's tls is %q", *c.TLS)
+		}
+	}
 	if !slices.Equal(rules(enc), rules(clear)) {
 		t.Errorf("findings over TLS %v, in plaintext %v", rules(enc), rules(clear))
 	}
