@@ -17,10 +17,10 @@ import (
 // report. A cap given by its own flag overrides its share.
 //
 // The shares are of the soft limit the garbage collector keeps the heap
-// under; with every one of them full at once the heap would still be
-// near the limit, and the governor (memlimit.go) lets it grow rather than
-// collect without end. Each hostile input fills one or two of them, and
-// stays well under the limit.
+// under (budgetFor lists them). They add up to a little more than the
+// whole: with every one full at once the heap would pass the limit, and
+// the governor (memlimit.go) lets it grow rather than collect without
+// end. Each hostile input fills one or two of them, and stays under it.
 type budget struct {
 	connections  int   // tracked at once (--max-connections)
 	pages        int   // out-of-order pages in all (--max-buffer)

@@ -57,7 +57,7 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "",
 		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most; default a 16th of --memory-limit)")
 	fl.StringVar(&f.bodyBuffer, "max-body-buffer", "",
-		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted (default an 8th of --memory-limit)")
+		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted (default a 16th of --memory-limit)")
 	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringArrayVar(&f.tlsKeylogs, "tls-keylog", nil,
