@@ -335,7 +335,7 @@ func TestPendingClientIDBytes(t *testing.T) {
 		feed(c, w, [2][]int{})
 		ids := 0
 		seen := map[*byte]bool{}
-		for _, e := range c.pending.list {
+		for _, e := range c.pending.list() {
 			if p := unsafeStringData(e.req.h.ClientID); !seen[p] {
 				seen[p] = true
 				ids += len(e.req.h.ClientID)

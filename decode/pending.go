@@ -26,11 +26,13 @@ type pendingEntry struct {
 // forgetting the oldest of a full set) costs a constant per request, not
 // a copy of the whole set.
 type pendingSet struct {
-	list    []pendingEntry // buf[head:]
 	buf     []pendingEntry
 	head    int
 	idBytes int // the client ID bytes the entries hold
 }
+
+// list is the entries, oldest first.
+func (p *pendingSet) list() []pendingEntry { return p.buf[p.head:] }
 
 // maxPendingIDBytes caps the client ID bytes a connection's pending
 // requests hold: two IDs of the longest a header carries (32,767 bytes).
@@ -38,21 +40,21 @@ type pendingSet struct {
 // MaxPending requests with distinct long IDs would hold 32 MiB.
 const maxPendingIDBytes = 64 << 10
 
-func (p *pendingSet) len() int { return len(p.list) }
+func (p *pendingSet) len() int { return len(p.buf) - p.head }
 
-func (p *pendingSet) clear() { p.buf, p.head, p.list, p.idBytes = p.buf[:0], 0, p.buf[:0], 0 }
+func (p *pendingSet) clear() { p.buf, p.head, p.idBytes = p.buf[:0], 0, 0 }
 
 // add appends a request; when the set is full, or its client IDs over
 // maxPendingIDBytes, the oldest are forgotten and add says how many.
 func (p *pendingSet) add(corr int32, r pendingReq, max int) (evicted int) {
 	e := pendingEntry{corr: corr, req: r, idCost: len(r.h.ClientID)}
-	if n := len(p.list); n > 0 && p.list[n-1].req.h.ClientID == r.h.ClientID {
-		e.req.h.ClientID, e.idCost = p.list[n-1].req.h.ClientID, 0
+	if n := len(p.buf); n > p.head && p.buf[n-1].req.h.ClientID == r.h.ClientID {
+		e.req.h.ClientID, e.idCost = p.buf[n-1].req.h.ClientID, 0
 	}
-	for len(p.list) > 0 && (len(p.list) >= max || p.idBytes+e.idCost > maxPendingIDBytes) {
+	for p.len() > 0 && (p.len() >= max || p.idBytes+e.idCost > maxPendingIDBytes) {
 		p.drop(1)
 		evicted++
-		if len(p.list) == 0 {
+		if p.len() == 0 {
 			e.idCost = len(r.h.ClientID) // the string it shared is its own now
 		}
 	}
@@ -62,32 +64,31 @@ func (p *pendingSet) add(corr int32, r pendingReq, max int) (evicted int) {
 		p.buf, p.head = p.buf[:n], 0
 	}
 	p.buf = append(p.buf, e)
-	p.list = p.buf[p.head:]
 	p.idBytes += e.idCost
 	return evicted
 }
 
 // drop removes the first n entries; the first one left holds its ID alone.
 func (p *pendingSet) drop(n int) {
-	for _, e := range p.list[:n] {
+	for _, e := range p.list()[:n] {
 		p.idBytes -= e.idCost
 	}
 	clear(p.buf[p.head : p.head+n])
 	p.head += n
-	p.list = p.buf[p.head:]
 	if p.head == len(p.buf) {
-		p.buf, p.head, p.list = p.buf[:0], 0, p.buf[:0]
+		p.buf, p.head = p.buf[:0], 0
 	}
-	if len(p.list) > 0 && p.list[0].idCost == 0 {
-		p.list[0].idCost = len(p.list[0].req.h.ClientID)
-		p.idBytes += p.list[0].idCost
+	if l := p.list(); len(l) > 0 && l[0].idCost == 0 {
+		l[0].idCost = len(l[0].req.h.ClientID)
+		p.idBytes += l[0].idCost
 	}
 }
 
 func (p *pendingSet) get(corr int32) (pendingReq, bool) {
-	for i := range p.list {
-		if p.list[i].corr == corr {
-			return p.list[i].req, true
+	l := p.list()
+	for i := range l {
+		if l[i].corr == corr {
+			return l[i].req, true
 		}
 	}
 	return pendingReq{}, false
@@ -102,8 +103,8 @@ func (p *pendingSet) has(corr int32) bool {
 // take removes the request with this correlation ID and every request sent
 // before it, and returns how many of those earlier ones it removed.
 func (p *pendingSet) take(corr int32) int {
-	for i := range p.list {
-		if p.list[i].corr == corr {
+	for i, e := range p.list() {
+		if e.corr == corr {
 			p.drop(i + 1)
 			return i
 		}

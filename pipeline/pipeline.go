@@ -333,8 +333,9 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	w := &worker{dopt: dopt, out: out}
 	if len(opt.TLSKeyLog) > 0 || opt.TLSSecrets || opt.TLSMore != nil {
 		w.keys, _ = tlsdec.ParseKeyLog(opt.TLSKeyLog) // the lines not taken were reported by the caller
-		w.growing = opt.TLSMore != nil
-		w.waiting = map[*workerConn]*reassembly.Conn{}
+		if w.growing = opt.TLSMore != nil; w.growing {
+			w.waiting = map[*workerConn]*reassembly.Conn{}
+		}
 	}
 	w.asm = reassembly.New(ropt, w)
 	return w

@@ -164,12 +164,19 @@ func split(s string) []string {
 	return strings.Split(s, "|")
 }
 
+// keys are the messages' lines, sorted.
 func keys(ms []message) []string {
-	out := make([]string, len(ms))
-	for i, m := range ms {
+	out := messageLines(ms)
+	sort.Strings(out)
+	return out
+}
+
+// messageLines are the messages' lines, in order.
+func messageLines(msgs []message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
 		out[i] = m.String()
 	}
-	sort.Strings(out)
 	return out
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -18,7 +17,7 @@ type keyLogFollower struct {
 }
 
 func newKeyLogFollower(names []string) (*keyLogFollower, error) {
-	k := &keyLogFollower{}
+	k := &keyLogFollower{buf: make([]byte, 64<<10)}
 	for _, name := range names {
 		f, err := os.Open(name)
 		if err != nil {
@@ -32,21 +31,18 @@ func newKeyLogFollower(names []string) (*keyLogFollower, error) {
 	return k, nil
 }
 
-// more returns the whole lines written since the last call.
+// more returns the whole lines written since the last call: a line still
+// being written is read at the next one.
 func (k *keyLogFollower) more() []byte {
 	var out []byte
 	for i, f := range k.files {
 		for {
-			if cap(k.buf) < 64<<10 {
-				k.buf = make([]byte, 64<<10)
-			}
-			n, err := f.ReadAt(k.buf[:cap(k.buf)], k.off[i])
-			chunk := k.buf[:n]
-			end := bytes.LastIndexByte(chunk, '\n') + 1
-			out = append(out, chunk[:end]...)
+			n, err := f.ReadAt(k.buf, k.off[i])
+			end := bytes.LastIndexByte(k.buf[:n], '\n') + 1
+			out = append(out, k.buf[:end]...)
 			k.off[i] += int64(end)
-			if err == io.EOF || err != nil || end == 0 || n < len(k.buf) {
-				break
+			if err != nil || end == 0 {
+				break // the end of what is written (io.EOF), or a line longer than buf
 			}
 		}
 	}

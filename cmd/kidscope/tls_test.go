@@ -52,14 +52,6 @@ func loadTLSFixture(t *testing.T, name string) tlsFixture {
 	return fx
 }
 
-func messageLines(msgs []message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.String()
-	}
-	return out
-}
-
 // TestTLSFramesEqualTshark: with the client's key log, or with the keys
 // injected into a pcapng as a decryption secrets block (editcap), frames
 // finds every Kafka message tshark finds in the TLS 1.3 and 1.2 captures,
