@@ -427,7 +427,7 @@ func (rd *dealer) run() {
 	rd.gate = reassembly.NewGate(rd.opt.Reassembly)
 	var p capture.Packet
 	var seq int64
-	packets, tcpBytes, dropped := 0, 0, 0
+	packets, tcpBytes := 0, 0
 	take()
 	for i := 0; ; i++ {
 		if i&1023 == 0 && rd.ctx.Err() != nil {
@@ -454,31 +454,26 @@ func (rd *dealer) run() {
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		// Connections are admitted here, in capture order, so that which
 		// are analysed does not depend on the workers.
-		if !rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
-			// A chunk's lease is what gives the file's pages back behind
-			// it: a long run of connections over the cap still ends
-			// chunks, or the whole file would stay mapped.
-			if dropped++; dropped >= chunkPackets {
-				send(false, false, nil)
-				take()
-				packets, tcpBytes, dropped = 0, 0, 0
-			}
-			continue
-		}
-		pt := c.parts[pick(&p, src, dst, n)]
-		pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
-			cut: p.Cut, wire: p.WireLength, seg: seg})
-		tcpBytes += seg.Len()
-		if clock.Due(src, dst, p.Time) {
-			for _, q := range c.parts {
-				q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
+		if rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
+			pt := c.parts[pick(&p, src, dst, n)]
+			pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
+				cut: p.Cut, wire: p.WireLength, seg: seg})
+			tcpBytes += seg.Len()
+			if clock.Due(src, dst, p.Time) {
+				for _, q := range c.parts {
+					q.flushes = append(q.flushes, flushRec{key: 2*seq + 1, at: p.Time})
+				}
 			}
 		}
+		// Every packet read counts, kept out by the gate or not: a chunk's
+		// lease is what gives the file's pages back behind it, and a long
+		// run of connections over the cap would otherwise keep the whole
+		// file mapped.
 		packets++
 		if packets >= chunkPackets || tcpBytes >= chunkBytes {
 			send(false, false, nil)
 			take()
-			packets, tcpBytes, dropped = 0, 0, 0
+			packets, tcpBytes = 0, 0
 		}
 	}
 	send(true, false, nil)
