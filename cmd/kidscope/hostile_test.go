@@ -117,13 +117,11 @@ type hostileCase struct {
 	file string // base name (its extension tells the format)
 	gen  func(path string) error
 	// args come before the file; "analyze -o json --fail-on never" when nil.
-	args []string
-	// limited also runs it with --memory-limit 64MiB, which must hold.
-	limited bool
-	check   func(t *testing.T, m measured, path string)
+	args  []string
+	check func(t *testing.T, m measured, path string)
 }
 
-// hostileLimit is the --memory-limit the limited runs use. The limit
+// hostileLimit is the --memory-limit the second run of each case uses. The limit
 // bounds what Go's runtime holds (heap, stacks, its own structures); a
 // run's resident memory adds the binary's code and data, and the pages of
 // a mapped input being read: binarySlack is allowed for those.
@@ -134,26 +132,26 @@ const (
 
 func hostileCases() []hostileCase {
 	return []hostileCase{
-		{name: "pcapng-epb-caplen-0xFFFFFFF0", file: "epb.pcapng.gz", limited: true,
+		{name: "pcapng-epb-caplen-0xFFFFFFF0", file: "epb.pcapng.gz",
 			gen: func(p string) error { return hostile.HugeEPB(p, 1536<<20) },
 			check: func(t *testing.T, m measured, path string) {
 				wantCode(t, m, exitBadInput)
 				wantIn(t, m.stderr, filepath.Base(path), "frame 1")
 			}},
-		{name: "pcap-gz-snaplen-caplen-0xFFFFFFF0", file: "rec.pcap.gz", limited: true,
+		{name: "pcap-gz-snaplen-caplen-0xFFFFFFF0", file: "rec.pcap.gz",
 			gen: func(p string) error { return hostile.HugeRecord(p, 1536<<20) },
 			check: func(t *testing.T, m measured, path string) {
 				wantCode(t, m, exitBadInput)
 				wantIn(t, m.stderr, filepath.Base(path), "frame 1")
 			}},
-		{name: "pcapng-5M-interfaces", file: "idb.pcapng.gz", limited: true,
+		{name: "pcapng-5M-interfaces", file: "idb.pcapng.gz",
 			gen: func(p string) error { return hostile.InterfaceFlood(p, 5_000_000) },
 			check: func(t *testing.T, m measured, path string) {
 				wantIn(t, m.stderr, filepath.Base(path), "interface")
 			}},
-		{name: "pcapng-name-resolution-flood", file: "nrb.pcapng.gz", limited: true,
+		{name: "pcapng-name-resolution-flood", file: "nrb.pcapng.gz",
 			gen: func(p string) error { return hostile.NameFlood(p, 3_000_000) }},
-		{name: "250-partial-4MiB-joingroups", file: "join.pcap.gz", limited: true,
+		{name: "250-partial-4MiB-joingroups", file: "join.pcap.gz",
 			gen: func(p string) error { return hostile.PartialJoinGroups(p, 250, 4<<20, 3<<20) },
 			check: func(t *testing.T, m measured, _ string) {
 				s := summaryOf(t, m)
@@ -161,12 +159,12 @@ func hostileCases() []hostileCase {
 					t.Errorf("connections %v, want 250", s["connections"])
 				}
 			}},
-		{name: "1M-segments-random-seq", file: "ooo.pcap", limited: true,
+		{name: "1M-segments-random-seq", file: "ooo.pcap",
 			gen: func(p string) error { return hostile.OutOfOrder(p, 1_000_000, true, 1) },
 			check: func(t *testing.T, m measured, _ string) {
 				t.Logf("1 M random out-of-order segments: %v", m.took)
 			}},
-		{name: "300k-violations-one-connection", file: "viol.pcap", limited: true,
+		{name: "300k-violations-one-connection", file: "viol.pcap",
 			gen: func(p string) error { return hostile.Violations(p, 300_000) },
 			check: func(t *testing.T, m measured, _ string) {
 				var doc struct {
@@ -189,13 +187,13 @@ func hostileCases() []hostileCase {
 					t.Errorf("%d errors counted, want 299,999", doc.Summary.BySeverity["error"])
 				}
 			}},
-		{name: "200k-connections-partial-frame", file: "conns.pcap", limited: true,
+		{name: "200k-connections-partial-frame", file: "conns.pcap",
 			args: []string{"analyze", "--fail-on", "never", "--no-progress"},
 			gen:  func(p string) error { return hostile.PartialFrames(p, 200_000) },
 			check: func(t *testing.T, m measured, _ string) {
 				wantIn(t, m.stdout, "more over --max-connections were not", "connections not listed")
 			}},
-		{name: "100k-instance-ids", file: "inst.pcap", limited: true,
+		{name: "100k-instance-ids", file: "inst.pcap",
 			args: []string{"analyze", "--fail-on", "never", "--no-progress"},
 			gen:  func(p string) error { return hostile.Instances(p, 100_000) },
 			check: func(t *testing.T, m measured, _ string) {
@@ -227,15 +225,14 @@ func TestHostileInputsStayBounded(t *testing.T) {
 			if hc.check != nil {
 				hc.check(t, m, path)
 			}
-			if hc.limited {
-				lm := runMeasured(t, append(append(args, "--memory-limit", "64MiB"), path)...)
-				t.Logf("--memory-limit 64MiB: exit %d, peak RSS %.1f MB, %v", lm.code, float64(lm.rss)/1e6, lm.took)
-				if lm.rss > hostileLimit+binarySlack {
-					t.Errorf("peak RSS %.1f MB with --memory-limit 64MiB", float64(lm.rss)/1e6)
-				}
-				if lm.code != m.code {
-					t.Errorf("exit %d with --memory-limit, %d without", lm.code, m.code)
-				}
+			// And again under --memory-limit, which must hold.
+			lm := runMeasured(t, append(append(args, "--memory-limit", "64MiB"), path)...)
+			t.Logf("--memory-limit 64MiB: exit %d, peak RSS %.1f MB, %v", lm.code, float64(lm.rss)/1e6, lm.took)
+			if lm.rss > hostileLimit+binarySlack {
+				t.Errorf("peak RSS %.1f MB with --memory-limit 64MiB", float64(lm.rss)/1e6)
+			}
+			if lm.code != m.code {
+				t.Errorf("exit %d with --memory-limit, %d without", lm.code, m.code)
 			}
 		})
 	}
