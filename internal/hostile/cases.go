@@ -28,7 +28,8 @@ func instanceID(n int) kafka.UUID {
 	return id
 }
 
-// request builds one request frame with header version hv.
+// request builds one request frame of version ver, in the header version
+// the API table gives it, with the instance ID in tag 0 when id is set.
 func request(body kmsg.Request, ver int16, corr int32, clientID string, id *kafka.UUID) []byte {
 	body.SetVersion(ver)
 	api, _ := decode.LookupAPI(body.Key())
@@ -115,8 +116,8 @@ func HugeRecord(path string, data int64) error {
 	return p.close()
 }
 
-// InterfaceFlood writes a gzip'd pcapng of n interface description
-// blocks and one Kafka connection on the first interface.
+// InterfaceFlood writes a gzip'd pcapng of one section holding n
+// interface description blocks and nothing else.
 func InterfaceFlood(path string, n int) error {
 	f, err := create(path, true)
 	if err != nil {
