@@ -304,6 +304,7 @@ type worker struct {
 	// ciphertext for want of keys.
 	growing bool
 	waiting map[*workerConn]*reassembly.Conn
+	more    func() []byte // Options.TLSMore
 }
 
 // emitter hears what a worker makes of its connections.
@@ -335,6 +336,7 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 		w.keys, _ = tlsdec.ParseKeyLog(opt.TLSKeyLog) // the lines not taken were reported by the caller
 		if w.growing = opt.TLSMore != nil; w.growing {
 			w.waiting = map[*workerConn]*reassembly.Conn{}
+			w.more = opt.TLSMore
 		}
 	}
 	w.asm = reassembly.New(ropt, w)
@@ -427,6 +429,11 @@ func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.
 
 func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
+	if _, ok := w.waiting[wc]; ok {
+		// A short connection may close before the next poll of the key
+		// log, which its client wrote as it began.
+		w.moreKeys(w.more())
+	}
 	w.emit(rc, wc, wc.dec.Finish())
 	out := wc.dec.Outcome()
 	if wc.tls != nil {
@@ -434,6 +441,8 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 		switch st := wc.tls.State(); {
 		case st.TLS && st.Key == tlsdec.KeyFound:
 			out.TLS = strings.TrimSpace(st.Version + " " + st.Suite)
+		case st.TLS && st.Key == tlsdec.KeyGaveUp && w.growing && out.NotKafka == "":
+			out.NotKafka = rules.TLSKeyNotYetKnown
 		case st.TLS && out.NotKafka == "":
 			out.NotKafka = rules.TLSNoKey
 		}

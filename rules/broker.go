@@ -11,8 +11,13 @@ import (
 )
 
 // TLSNoKey is what a connection carries (decode.Outcome.NotKafka) when it
-// is TLS and the key logs lack its keys.
-const TLSNoKey = "TLS (no key)"
+// is TLS and the key logs lack its keys. TLSKeyNotYetKnown is live's
+// variant: the key log still grows, but the ciphertext held while waiting
+// for the key reached its bound, so the connection's start is lost.
+const (
+	TLSNoKey          = "TLS (no key)"
+	TLSKeyNotYetKnown = "TLS, key not yet known"
+)
 
 // BrokerRejectedValid is the broker verdict's rule (RULES.md §4).
 const BrokerRejectedValid = "broker-rejected-valid"
@@ -63,7 +68,7 @@ type brokerConn struct {
 // close counts the connection in its broker's row of the matrix: Kafka
 // connections that sent a request, by client kind.
 func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
-	if ci.NotKafka == TLSNoKey {
+	if ci.NotKafka == TLSNoKey || ci.NotKafka == TLSKeyNotYetKnown {
 		bcn.b.tlsNoKey++
 	}
 	if ci.NotKafka == "" && c.requests > 0 {
