@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
@@ -21,7 +20,9 @@ instance ID rules (KIP-1313), telemetry ID mismatches (KIP-714) and group
 member-ID mistakes (KIP-394, KIP-1082).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       kidscopeVersion(),
 	}
+	root.SetVersionTemplate("kidscope {{.Version}}\n")
 	// A CPU profile of the whole command, for speed work (hidden).
 	var cpuProfile string
 	var stopProfile func()
@@ -69,11 +70,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := "(devel)"
-			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-				v = bi.Main.Version
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "kidscope", v)
+			fmt.Fprintln(cmd.OutOrStdout(), "kidscope", kidscopeVersion())
 			return nil
 		},
 	}
