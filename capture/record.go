@@ -2,11 +2,15 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -38,7 +42,40 @@ type Recorder struct {
 	w       *pcapgo.NgWriter
 	size    int64
 	names   []string
+	// secrets are the decryption secrets written so far (WriteSecrets),
+	// written again at the start of each file a rotation opens, so that
+	// every file can be decrypted on its own; the newest maxKeptSecrets
+	// bytes of them, as a live capture runs for days.
+	secrets     []secretsBlock
+	secretsKept int
+	// Secrets blocks written after the current file's first frame: at
+	// close they are moved ahead of its frames (reorder), for Wireshark
+	// reads a secrets block only for the handshakes after it. late holds
+	// their data, within maxLateSecrets; start is where the first frame
+	// began.
+	late        []secretsBlock
+	lateBytes   int64
+	lateTooMany bool
+	start       int64
+	seekable    bool
 }
+
+type secretsBlock struct {
+	typ  uint32
+	data []byte
+}
+
+// maxSecretsBlock is the largest decryption secrets block written: the
+// reader refuses blocks over maxBlock.
+const maxSecretsBlock = 1 << 20
+
+// maxKeptSecrets bounds the secrets kept to start each rotated file with:
+// some 20,000 TLS 1.3 connections' keys, more than a file's connections.
+const maxKeptSecrets = 8 << 20
+
+// maxLateSecrets bounds the secrets blocks of one file that reorder moves
+// ahead of its frames (kept in memory until the file closes).
+const maxLateSecrets = 8 << 20
 
 // RecordOptions configure a Recorder.
 type RecordOptions struct {
@@ -88,8 +125,87 @@ func (r *Recorder) open() error {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
 	r.frame, r.size = 0, 0
+	r.late, r.lateBytes, r.lateTooMany, r.start = nil, 0, false, 0
+	if fi, err := f.Stat(); err == nil {
+		r.seekable = fi.Mode().IsRegular()
+	}
 	r.names = append(r.names, name)
+	for _, b := range r.secrets {
+		if err := r.writeSecrets(b.typ, b.data); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// WriteSecrets writes a decryption secrets block (pcapng's DSB; typ is
+// SecretsTLSKeyLog for lines of a TLS key log) before the frames written
+// next, as editcap --inject-secrets does, and again at the start of every
+// file a rotation opens. Only live --write-secrets calls it: the key
+// material is a secret, and the files are 0600 for what they already hold.
+func (r *Recorder) WriteSecrets(typ uint32, data []byte) error {
+	for len(data) > 0 {
+		n := len(data)
+		if n > maxSecretsBlock {
+			// Cut at a line's end when the text is a key log's.
+			n = maxSecretsBlock
+			if i := bytes.LastIndexByte(data[:n], '\n'); i > 0 {
+				n = i + 1
+			}
+		}
+		chunk := bytes.Clone(data[:n])
+		data = data[n:]
+		if r.frame > 0 {
+			r.lateBytes += int64(blockSize(chunk))
+			if r.lateBytes <= maxLateSecrets {
+				r.late = append(r.late, secretsBlock{typ, chunk})
+			} else {
+				r.lateTooMany = true
+			}
+		}
+		r.secrets = append(r.secrets, secretsBlock{typ, chunk})
+		r.secretsKept += len(chunk)
+		for r.secretsKept > maxKeptSecrets && len(r.secrets) > 1 {
+			r.secretsKept -= len(r.secrets[0].data)
+			r.secrets = r.secrets[1:]
+		}
+		if err := r.writeSecrets(typ, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockSize is the size of the decryption secrets block that holds data.
+func blockSize(data []byte) int { return 20 + (len(data)+3)&^3 }
+
+// writeSecrets writes one decryption secrets block into the current file,
+// after what the pcapng writer holds.
+func (r *Recorder) writeSecrets(typ uint32, data []byte) error {
+	if err := r.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+	}
+	b := dsbBlock(typ, data)
+	if _, err := r.bw.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+	}
+	r.size += int64(len(b))
+	return nil
+}
+
+// dsbBlock is the decryption secrets block that holds data, little-endian
+// as the pcapng writer writes the others.
+func dsbBlock(typ uint32, data []byte) []byte {
+	le := binary.LittleEndian
+	total := uint32(blockSize(data))
+	b := make([]byte, 0, total)
+	b = le.AppendUint32(b, ngDSB)
+	b = le.AppendUint32(b, total)
+	b = le.AppendUint32(b, typ)
+	b = le.AppendUint32(b, uint32(len(data)))
+	b = append(b, data...)
+	b = append(b, make([]byte, int(total)-20-len(data))...)
+	return le.AppendUint32(b, total)
 }
 
 // Write records one frame and returns the file index and the frame number
@@ -106,6 +222,14 @@ func (r *Recorder) Write(ci gopacket.CaptureInfo, data []byte) (file int, frame 
 	}
 	ci.InterfaceIndex = 0
 	ci.AncillaryData = nil
+	if r.frame == 0 && r.seekable {
+		if err := r.Flush(); err != nil {
+			return 0, 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+		}
+		if r.start, err = r.f.Seek(0, io.SeekCurrent); err != nil {
+			r.seekable = false
+		}
+	}
 	if err := r.w.WritePacket(ci, data); err != nil {
 		return 0, 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
 	}
@@ -125,12 +249,71 @@ func (r *Recorder) closeFile() error {
 	if e := r.bw.Flush(); err == nil {
 		err = e
 	}
+	if err == nil && len(r.late) > 0 {
+		err = r.reorder()
+	}
 	if e := r.f.Close(); err == nil {
 		err = e
 	}
 	r.f = nil
 	if err != nil {
 		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+	}
+	return nil
+}
+
+// reorder moves the secrets blocks written after the file's first frame
+// ahead of its frames, in place: every other block moves toward the end by
+// the size of the secrets blocks that followed it, walked from the end so
+// that nothing is overwritten before it is read. A stream, or a file whose
+// late secrets passed maxLateSecrets, is left as it is (kidscope reads
+// secrets wherever they are; Wireshark would need editcap --inject-secrets).
+func (r *Recorder) reorder() error {
+	if !r.seekable || r.lateTooMany {
+		return nil
+	}
+	end, err := r.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	var word [4]byte
+	buf := make([]byte, 0, 64<<10)
+	shift, seen := int64(0), 0
+	for at := end; at > r.start; {
+		if _, err := r.f.ReadAt(word[:], at-4); err != nil {
+			return err
+		}
+		n := int64(le.Uint32(word[:]))
+		if n < 12 || at-n < r.start {
+			return fmt.Errorf("reorder: a block's length (%d) does not fit", n)
+		}
+		at -= n
+		buf = slices.Grow(buf[:0], int(n))[:n]
+		if _, err := r.f.ReadAt(buf, at); err != nil {
+			return err
+		}
+		if le.Uint32(buf) == ngDSB {
+			shift += n
+			seen++
+			continue
+		}
+		if shift > 0 {
+			if _, err := r.f.WriteAt(buf, at+shift); err != nil {
+				return err
+			}
+		}
+	}
+	if seen != len(r.late) || shift != r.lateBytes {
+		return fmt.Errorf("reorder: %d secrets blocks found, %d written", seen, len(r.late))
+	}
+	at := r.start
+	for _, sb := range r.late {
+		b := dsbBlock(sb.typ, sb.data)
+		if _, err := r.f.WriteAt(b, at); err != nil {
+			return err
+		}
+		at += int64(len(b))
 	}
 	return nil
 }
@@ -177,7 +360,8 @@ func (e *ExistsError) Is(target error) bool { return target == fs.ErrExist }
 // renamed over it: the old inode, which another user may own, hold open or
 // have hard-linked elsewhere, is never opened or truncated.
 func createFile(name string, force bool) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	// Read and written: --write-secrets reorders the file's blocks at close.
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err == nil {
 		if err := exactMode(f, name); err != nil {
 			f.Close()

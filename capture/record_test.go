@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -384,5 +385,71 @@ func TestUnsafeDirectory(t *testing.T) {
 		if (got != "") != tt.warn {
 			t.Errorf("mode %v: warning %q, want one: %v", tt.mode, got, tt.warn)
 		}
+	}
+}
+
+// TestRecorderSecrets: secrets blocks written after a file's first frame
+// are moved ahead of its frames when it closes (Wireshark reads a secrets
+// block only for what follows it), the frames intact and in order, and
+// each rotated file starts with every secret written so far.
+func TestRecorderSecrets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.pcapng")
+	r, err := NewRecorder(path, layers.LinkTypeEthernet, 65535, RecordOptions{MaxSize: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := []byte("CLIENT_RANDOM "+strings.Repeat("ab", 32)+" "+strings.Repeat("01", 48)+"\n"),
+		[]byte("CLIENT_RANDOM "+strings.Repeat("cd", 32)+" "+strings.Repeat("02", 48)+"\n")
+	if err := r.WriteSecrets(SecretsTLSKeyLog, first); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if i == 1 {
+			if err := r.WriteSecrets(SecretsTLSKeyLog, second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ci, data := recordFrame(t, strings.Repeat("r", 196)+fmt.Sprintf("r%03d", i))
+		if _, _, err := r.Write(ci, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Files()) < 3 {
+		t.Fatalf("files %v, want at least 3", r.Files())
+	}
+	var all []string
+	for _, name := range r.Files() {
+		rd, err := Open([]string{name}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, payloads []string
+		frames := 0
+		rd.OnSecrets(func(_ int, typ uint32, data []byte) {
+			if typ != SecretsTLSKeyLog {
+				t.Errorf("%s: secrets type %#x", filepath.Base(name), typ)
+			}
+			got = append(got, fmt.Sprintf("%s after %d frames", data[:len("CLIENT_RANDOM ab")], frames))
+		})
+		for {
+			var p Packet
+			if err := rd.Next(&p); err != nil {
+				break
+			}
+			frames++
+			payloads = append(payloads, string(p.Segment[len(p.Segment)-4:]))
+		}
+		rd.Close()
+		want := []string{"CLIENT_RANDOM ab after 0 frames", "CLIENT_RANDOM cd after 0 frames"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: secrets %v, want %v", filepath.Base(name), got, want)
+		}
+		all = append(all, payloads...)
+	}
+	if want := "[r000 r001 r002 r003 r004 r005]"; fmt.Sprint(all) != want {
+		t.Errorf("frames %v, want %s", all, want)
 	}
 }

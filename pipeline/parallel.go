@@ -74,6 +74,7 @@ type part struct {
 	flushes []flushRec
 	// Set by the worker.
 	asmStats reassembly.Stats
+	keysLost int64 // the worker's key log's Evicted, at the end
 }
 
 type packetRec struct {
@@ -228,6 +229,8 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 			sum.Capture = c.stats
 			for _, pt := range parts {
 				sum.Reassembly.Add(pt.asmStats)
+				// Each worker keeps the same key log: the most any lost.
+				sum.TLSKeysNotKept = max(sum.TLSKeysNotKept, pt.keysLost)
 			}
 			sum.Reassembly.Add(rd.gate.Stats())
 			sum.Problems = files.Problems()
@@ -380,6 +383,7 @@ func (a *adder) add(pt *part) {
 		rec.key = keyFinish
 		w.asm.Finish()
 		pt.asmStats = w.asm.Stats()
+		pt.keysLost = w.keys.Evicted()
 	}
 }
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -63,9 +65,26 @@ type Options struct {
 	// TLSMore, when set (live, with key logs that grow while it runs), is
 	// called about ten times a second of wall time for the key log text
 	// written since; connections whose keys it brings are decrypted from
-	// the ciphertext they held (tlsdec.DefaultMaxPending at most).
+	// the ciphertext they held.
 	TLSMore func() []byte
+	// TLSMaxKeys caps the client randoms each worker's key log keeps
+	// (default 65,536). A key log that grows (live) forgets its oldest to
+	// make room; a whole one given for files keeps its first, and the
+	// others are counted (Summary.TLSKeysNotKept).
+	TLSMaxKeys int
+	// TLSHeldBytes caps the ciphertext that TLS connections hold in all
+	// while their keys are not known (the key log may grow, or a later
+	// decryption secrets block bring them): default 16 MiB, each
+	// connection at most tlsdec.DefaultMaxPending. Over it the
+	// connections that waited longest give up. Workers share it out.
+	TLSHeldBytes int64
 }
+
+// defaultTLSMaxKeys is Options.TLSMaxKeys when it is not set.
+const defaultTLSMaxKeys = 1 << 16
+
+// defaultTLSHeldBytes is Options.TLSHeldBytes when it is not set.
+const defaultTLSHeldBytes = 16 << 20
 
 // defaultResyncBytes is Options.ResyncBytes when it is not set.
 const defaultResyncBytes = 64 << 20
@@ -271,6 +290,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
 	sum.Reassembly.Add(gate.Stats())
+	sum.TLSKeysNotKept = w.keys.Evicted()
 	if files != nil {
 		sum.Problems = files.Problems()
 	}
@@ -299,12 +319,17 @@ type worker struct {
 	// keys is the worker's own key log (nil without TLS decryption): only
 	// its goroutine reads it or adds to it.
 	keys *tlsdec.KeyLog
-	// growing: keys may arrive after a connection opens (TLSMore), so
-	// every connection gets a decrypter; waiting are those that hold
-	// ciphertext for want of keys.
+	// growing: the key log grows while the run goes on (TLSMore). Keys may
+	// also come in a later decryption secrets block, so connections hold
+	// what they cannot decrypt yet; waiting are those that hold
+	// ciphertext for want of keys, held bytes in all, at most maxHeld.
 	growing bool
 	waiting map[*workerConn]*reassembly.Conn
 	more    func() []byte // Options.TLSMore
+	held    int64
+	maxHeld int64
+	// secretsSeen: an input had a decryption secrets block.
+	secretsSeen bool
 }
 
 // emitter hears what a worker makes of its connections.
@@ -321,6 +346,7 @@ type workerConn struct {
 	conn *Conn
 	dec  *decode.Conn
 	tls  *tlsdec.Conn // nil when the worker has no keys
+	held int          // tls.Held() when last counted in worker.held
 }
 
 // newWorker makes one of n workers, with assembler options ropt.
@@ -333,11 +359,16 @@ func newWorker(opt *Options, ropt reassembly.Options, n int, out emitter) *worke
 	dopt.BodyBudget = opt.bodyBudget(n)
 	w := &worker{dopt: dopt, out: out}
 	if len(opt.TLSKeyLog) > 0 || opt.TLSSecrets || opt.TLSMore != nil {
-		w.keys, _ = tlsdec.ParseKeyLog(opt.TLSKeyLog) // the lines not taken were reported by the caller
-		if w.growing = opt.TLSMore != nil; w.growing {
-			w.waiting = map[*workerConn]*reassembly.Conn{}
-			w.more = opt.TLSMore
+		w.keys = &tlsdec.KeyLog{}
+		w.keys.Limit(cmp.Or(opt.TLSMaxKeys, defaultTLSMaxKeys), opt.TLSMore != nil)
+		w.keys.AddAll(opt.TLSKeyLog) // the lines not taken were reported by the caller
+		w.waiting = map[*workerConn]*reassembly.Conn{}
+		w.growing, w.more = opt.TLSMore != nil, opt.TLSMore
+		w.maxHeld = opt.TLSHeldBytes
+		if w.maxHeld <= 0 {
+			w.maxHeld = defaultTLSHeldBytes
 		}
+		w.maxHeld = max(w.maxHeld/int64(n), 1)
 	}
 	w.asm = reassembly.New(ropt, w)
 	return w
@@ -350,6 +381,12 @@ func (w *worker) moreKeys(text []byte) {
 		return
 	}
 	w.keys.AddAll(text)
+	w.flushWaiting()
+}
+
+// flushWaiting decrypts what the connections waiting for keys held, if
+// the keys just added are theirs.
+func (w *worker) flushWaiting() {
 	// In the order the connections opened, not the map's.
 	conns := make([]*workerConn, 0, len(w.waiting))
 	for wc := range w.waiting {
@@ -358,38 +395,97 @@ func (w *worker) moreKeys(text []byte) {
 	slices.SortFunc(conns, func(a, b *workerConn) int { return a.conn.First.Compare(b.conn.First) })
 	for _, wc := range conns {
 		rc := w.waiting[wc]
-		for _, d := range [2]kafka.Direction{kafka.ToBroker, kafka.ToClient} {
-			if out, sp, _ := wc.tls.Flush(d); len(out) > 0 {
-				w.emit(rc, wc, wc.dec.Feed(d, out, sp))
-			}
-		}
+		w.flushInOrder(rc, wc)
 		w.markWaiting(rc, wc)
 	}
 }
 
-// markWaiting keeps track of whether wc holds ciphertext for want of keys.
-func (w *worker) markWaiting(rc *reassembly.Conn, wc *workerConn) {
-	if !w.growing {
-		return
+// flushInOrder decrypts what both directions of wc held and decodes it in
+// the order of the frames that completed each record, as the connection
+// carried it, not one direction after the other: the requests and their
+// responses reach the rules as they would have with the keys known.
+func (w *worker) flushInOrder(rc *reassembly.Conn, wc *workerConn) {
+	var data [2][]byte
+	var spans [2][]kafka.Span
+	for d := range data {
+		out, sp, _ := wc.tls.Flush(kafka.Direction(d))
+		// Each Flush's slices are the Conn's until its next call.
+		data[d], spans[d] = bytes.Clone(out), slices.Clone(sp)
 	}
-	if wc.tls.Pending(kafka.ToBroker)+wc.tls.Pending(kafka.ToClient) > 0 {
+	var pos, next [2]int
+	for next[0] < len(spans[0]) || next[1] < len(spans[1]) {
+		d := 0
+		switch {
+		case next[0] == len(spans[0]):
+			d = 1
+		case next[1] < len(spans[1]):
+			a, b := spans[0][next[0]].At, spans[1][next[1]].At
+			if b.Time.Before(a.Time) || (b.Time.Equal(a.Time) && b.Compare(a) < 0) {
+				d = 1
+			}
+		}
+		sp := spans[d][next[d]]
+		part := data[d][pos[d]:sp.End]
+		pos[d], next[d] = sp.End, next[d]+1
+		w.emit(rc, wc, wc.dec.Feed(kafka.Direction(d), part, []kafka.Span{{End: len(part), At: sp.At}}))
+	}
+}
+
+// markWaiting keeps track of whether wc holds ciphertext for want of
+// keys, and of the bytes held in all: over maxHeld, the connections that
+// waited longest give up theirs.
+func (w *worker) markWaiting(rc *reassembly.Conn, wc *workerConn) {
+	h := wc.tls.Held()
+	w.held += int64(h - wc.held)
+	wc.held = h
+	if h > 0 {
 		w.waiting[wc] = rc
 	} else {
 		delete(w.waiting, wc)
 	}
+	if w.held <= w.maxHeld {
+		return
+	}
+	conns := make([]*workerConn, 0, len(w.waiting))
+	for c := range w.waiting {
+		conns = append(conns, c)
+	}
+	slices.SortFunc(conns, func(a, b *workerConn) int { return a.conn.First.Compare(b.conn.First) })
+	for _, c := range conns {
+		if w.held <= w.maxHeld {
+			break
+		}
+		c.tls.GiveUp()
+		w.held -= int64(c.held)
+		c.held = 0
+		delete(w.waiting, c)
+	}
+}
+
+// forget takes a closing connection out of the waiting set.
+func (w *worker) forget(wc *workerConn) {
+	w.held -= int64(wc.held)
+	wc.held = 0
+	delete(w.waiting, wc)
 }
 
 // addSecrets adds a pcapng decryption secrets block's TLS key log to the
 // worker's keys.
 func (w *worker) addSecrets(typ uint32, data []byte) {
 	if w.keys != nil && typ == capture.SecretsTLSKeyLog {
+		w.secretsSeen = true
 		w.keys.AddAll(data)
+		w.flushWaiting()
 	}
 }
 
 func (w *worker) Open(rc *reassembly.Conn) {
 	wc := &workerConn{dec: decode.NewConn(w.dopt), conn: &Conn{Conn: rc.Conn}}
-	if w.keys != nil && (w.keys.Len() > 0 || w.growing) {
+	// With no keys at all (and none to come from a growing key log) a TLS
+	// connection is left to the decoder, which names it TLS. Once a file
+	// has a secrets block, even one of comments only (live
+	// --write-secrets starts its files so), more may follow.
+	if w.keys != nil && (w.keys.Len() > 0 || w.growing || w.secretsSeen) {
 		wc.tls = tlsdec.NewConn(w.keys, tlsdec.Options{})
 	}
 	wc.dec.Start(kafka.ToBroker, rc.MidStream[kafka.ToBroker])
@@ -429,7 +525,7 @@ func (w *worker) Gap(rc *reassembly.Conn, d kafka.Direction, lost int, at kafka.
 
 func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	wc := rc.User.(*workerConn)
-	if _, ok := w.waiting[wc]; ok {
+	if _, ok := w.waiting[wc]; ok && w.growing {
 		// A short connection may close before the next poll of the key
 		// log, which its client wrote as it began.
 		w.moreKeys(w.more())
@@ -437,7 +533,7 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	w.emit(rc, wc, wc.dec.Finish())
 	out := wc.dec.Outcome()
 	if wc.tls != nil {
-		delete(w.waiting, wc)
+		w.forget(wc)
 		switch st := wc.tls.State(); {
 		case st.TLS && st.Key == tlsdec.KeyFound:
 			out.TLS = strings.TrimSpace(st.Version + " " + st.Suite)

@@ -29,6 +29,10 @@ type Summary struct {
 	Problems []error
 	// Interrupted is true when the context ended the run early.
 	Interrupted bool
+	// TLSKeysNotKept counts the key log's client randoms not kept for
+	// want of room (pipeline.Options.TLSMaxKeys): their connections are
+	// named TLS (no key).
+	TLSKeysNotKept int64
 	// CutFrames are the first frames cut by the snap length inside their
 	// TCP payload (Capture.Cut counts them all).
 	CutFrames []kafka.FrameRef

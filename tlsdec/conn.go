@@ -244,6 +244,27 @@ func (c *Conn) Pending(s kafka.Direction) int {
 	return n
 }
 
+// Held is how many ciphertext bytes the Conn holds awaiting keys, both
+// directions together.
+func (c *Conn) Held() int { return c.pendingBytes }
+
+// GiveUp drops what the Conn holds while its keys are not known, and holds
+// nothing more: the caller's budget for held ciphertext, shared among
+// connections, is spent. State's Key is KeyGaveUp from then on; a Conn
+// whose keys were found is not changed.
+func (c *Conn) GiveUp() {
+	if c.key == KeyFound {
+		return
+	}
+	c.key = KeyGaveUp
+	for i := range c.side {
+		g := &c.side[i]
+		g.cnt.Dropped += int64(len(g.pending))
+		g.pending = nil
+	}
+	c.pendingBytes = 0
+}
+
 // Gap tells the Conn that bytes of direction s were lost before the next
 // ones fed: the record they were in is lost, and the next record is framed
 // at the first plausible header and its sequence number found by trial.
@@ -536,13 +557,7 @@ func (c *Conn) hold(s kafka.Direction, rec []byte, at kafka.FrameRef) {
 		return
 	}
 	if c.pendingBytes+len(rec) > c.opt.MaxPending {
-		c.key = KeyGaveUp
-		for i := range c.side {
-			g := &c.side[i]
-			g.cnt.Dropped += int64(len(g.pending))
-			g.pending = nil
-		}
-		c.pendingBytes = 0
+		c.GiveUp()
 		f.cnt.Dropped++
 		c.fail(s, at, "ciphertext held for a key not in the key log reached the cap: given up")
 		return

@@ -39,10 +39,48 @@ type secrets [nLabels][]byte
 func (s secrets) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("secrets")) }
 
 // KeyLog holds the secrets of an NSS key log, keyed by client random. Its
-// zero value is empty and ready; Add grows it. A KeyLog is not safe for
-// use by several goroutines while it grows.
+// zero value is empty, unbounded and ready; Add grows it. A KeyLog is not
+// safe for use by several goroutines while it grows.
 type KeyLog struct {
 	m map[[32]byte]*secrets
+	// order is the client randoms in the order they came, a ring from
+	// head, kept only under a Limit.
+	order      [][32]byte
+	head       int
+	max        int
+	keepNewest bool
+	evicted    int64
+}
+
+// Limit bounds the key log to n client randoms (0: no bound). Past it a
+// new client random is not kept, or with keepNewest the oldest is
+// forgotten to make room: a key log that grows for days (live) needs a
+// client's secrets only until its connection's handshake has been read,
+// and a connection keeps the secrets it found; a whole key log given for
+// a file is needed from its first line. Call it before Add: the client
+// randoms already held are kept in no order.
+func (k *KeyLog) Limit(n int, keepNewest bool) {
+	k.max, k.keepNewest, k.order, k.head = max(n, 0), keepNewest, nil, 0
+	if k.max == 0 {
+		return
+	}
+	for cr := range k.m {
+		if len(k.order) == k.max {
+			delete(k.m, cr)
+			k.evicted++
+			continue
+		}
+		k.order = append(k.order, cr)
+	}
+}
+
+// Evicted counts the client randoms forgotten under the Limit (keepNewest),
+// or the lines of new ones not kept over it.
+func (k *KeyLog) Evicted() int64 {
+	if k == nil {
+		return 0
+	}
+	return k.evicted
 }
 
 // String says how many client randoms the key log holds, never a secret.
@@ -146,11 +184,32 @@ func (k *KeyLog) Add(line []byte) error {
 	}
 	s := k.m[cr]
 	if s == nil {
+		if k.max > 0 && len(k.m) >= k.max && !k.keepNewest {
+			k.evicted++
+			return nil // counted, not an error of the line
+		}
 		s = &secrets{}
+		k.remember(cr)
 		k.m[cr] = s
 	}
 	s[l] = sec
 	return nil
+}
+
+// remember notes a new client random's place: the ring fills in order,
+// then each new one takes the oldest's slot.
+func (k *KeyLog) remember(cr [32]byte) {
+	if k.max == 0 {
+		return
+	}
+	if len(k.order) < k.max {
+		k.order = append(k.order, cr)
+		return
+	}
+	delete(k.m, k.order[k.head])
+	k.evicted++
+	k.order[k.head] = cr
+	k.head = (k.head + 1) % k.max
 }
 
 // clip keeps a label short in an error (a label is not a secret, but a

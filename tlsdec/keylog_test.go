@@ -88,3 +88,49 @@ func TestConnPrintsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyLogLimit: under a Limit the key log keeps the first client
+// randoms, or the newest (forgetting the oldest first), and counts the
+// others; a second line for a client random it holds takes no new place.
+func TestKeyLogLimit(t *testing.T) {
+	line := func(i int, label string) string {
+		return fmt.Sprintf("%s %064x %s\n", label, i, secretHex)
+	}
+	for _, tc := range []struct {
+		limit, lines int
+		keepNewest   bool
+		want         []int // client randoms held at the end
+	}{
+		{3, 2, true, []int{0, 1}},
+		{3, 3, true, []int{0, 1, 2}},
+		{3, 7, true, []int{4, 5, 6}},
+		{1, 4, true, []int{3}},
+		{0, 5, true, []int{0, 1, 2, 3, 4}},
+		{3, 7, false, []int{0, 1, 2}},
+		{0, 5, false, []int{0, 1, 2, 3, 4}},
+	} {
+		k := &KeyLog{}
+		k.Limit(tc.limit, tc.keepNewest)
+		for i := range tc.lines {
+			k.AddAll([]byte(line(i, "CLIENT_RANDOM")))
+			k.AddAll([]byte(line(i, "CLIENT_RANDOM"))) // again: no new place
+		}
+		if k.Len() != len(tc.want) {
+			t.Errorf("limit %d, %d lines: holds %d, want %d", tc.limit, tc.lines, k.Len(), len(tc.want))
+		}
+		for _, i := range tc.want {
+			var cr [32]byte
+			cr[31] = byte(i)
+			if k.lookup(cr) == nil {
+				t.Errorf("limit %d, %d lines: client random %d forgotten", tc.limit, tc.lines, i)
+			}
+		}
+		want := int64(tc.lines - len(tc.want))
+		if !tc.keepNewest {
+			want *= 2 // each line was given twice, and refused twice
+		}
+		if k.Evicted() != want {
+			t.Errorf("limit %d, %d lines: evicted %d, want %d", tc.limit, tc.lines, k.Evicted(), want)
+		}
+	}
+}

@@ -30,6 +30,8 @@ type budget struct {
 	instances    int   // instance IDs the inventory keeps
 	findings     int   // findings the report keeps
 	bodyBytes    int64 // bytes of bodies being collected (--max-body-buffer)
+	tlsHeld      int64 // ciphertext held by TLS connections waiting for their keys
+	tlsKeys      int   // client randoms of the key logs kept, by every worker together
 }
 
 // Costs per entry, measured on the hostile inputs (peak RSS at two
@@ -45,6 +47,7 @@ const (
 	closedConnCost   = 2 << 10
 	instanceCost     = 2 << 10
 	findingCost      = 2 << 10
+	tlsKeyCost       = 512 // a TLS 1.3 client random with its four secrets: 420 B measured
 	pageSize         = 1900
 	maxPagesPerConn  = 4096 // 7.8 MB: a window of a fast connection
 	defaultBudgetFor = 200 << 20
@@ -67,6 +70,8 @@ func budgetFor(limit int64) budget {
 		pages:       share(0.125, pageSize),
 		resyncBytes: max(limit/16, 1<<20),
 		bodyBytes:   max(limit/16, 1<<20),
+		tlsHeld:     max(limit/16, 1<<20),
+		tlsKeys:     share(1.0/16, tlsKeyCost),
 		closedConns: share(0.1, closedConnCost),
 		instances:   share(0.1, instanceCost),
 		findings:    share(0.15, findingCost),

@@ -28,6 +28,8 @@ func TestBudgetShares(t *testing.T) {
 		{"findings", int64(small.findings), int64(dflt.findings), int64(big.findings), findingCost, 0.15},
 		{"resync bytes", small.resyncBytes, dflt.resyncBytes, big.resyncBytes, 1, 1.0 / 16},
 		{"body bytes", small.bodyBytes, dflt.bodyBytes, big.bodyBytes, 1, 1.0 / 16},
+		{"TLS held bytes", small.tlsHeld, dflt.tlsHeld, big.tlsHeld, 1, 1.0 / 16},
+		{"TLS client randoms", int64(small.tlsKeys), int64(dflt.tlsKeys), int64(big.tlsKeys), tlsKeyCost, 1.0 / 16},
 	} {
 		if !(c.s < c.d && c.d < c.b) {
 			t.Errorf("%s: %d, %d, %d at 64 MiB, 200 MiB, 1 GiB: want growing with the limit", c.name, c.s, c.d, c.b)

@@ -214,6 +214,12 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		Workers:     f.workers,
 		ResyncBytes: resync,
 		BodyBytes:   bodies,
+		// The ciphertext of TLS connections waiting for keys takes a
+		// share of the budget with no flag of its own: only a growing
+		// key log or a later secrets block makes waiting worth it.
+		TLSHeldBytes: b.tlsHeld,
+		// Each worker keeps its own copy of the key logs.
+		TLSMaxKeys: max(b.tlsKeys/max(f.workers, 1), 1024),
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame)},

@@ -83,6 +83,9 @@ func finalStatus(sum *result.Summary, code int) error {
 	for _, p := range sum.Problems {
 		fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(p.Error()))
 	}
+	if n := sum.TLSKeysNotKept; n > 0 {
+		fmt.Fprintf(os.Stderr, "kidscope: %d client randoms of the TLS key logs not kept, over what the memory budget keeps (--memory-limit raises it): their connections are TLS (no key)\n", n)
+	}
 	// A finding at or above --fail-on is a verdict on what was read, and
 	// wins over an input that could not be read to its end: a CI job must
 	// not see "bad input" where the client broke a rule. Interrupted wins

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+
+	"github.com/kidscope/kidscope/capture"
 )
 
 // keyLogFollower reads what is appended to key log files while live runs
@@ -53,4 +55,16 @@ func (k *keyLogFollower) close() {
 	for _, f := range k.files {
 		f.Close()
 	}
+}
+
+// recordSecrets starts a --write-secrets file with the key log text read
+// so far. With none yet, a comment line stands for it: a reader that
+// meets a secrets block before any connection (kidscope, a second pass of
+// Wireshark) holds what it cannot decrypt yet, for the keys that follow.
+func recordSecrets(rec *capture.Recorder, known []byte) error {
+	text := known
+	if len(text) == 0 {
+		text = []byte("# kidscope live --write-secrets: the key log lines follow as clients write them\n")
+	}
+	return rec.WriteSecrets(capture.SecretsTLSKeyLog, text)
 }

@@ -28,6 +28,7 @@ type liveFlags struct {
 	count        int64
 	write        string
 	writeMaxSize int64
+	writeSecrets bool
 	force        bool
 	user         string
 	ringMB       int
@@ -75,6 +76,7 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	fl.BoolVar(&lf.writeSecrets, "write-secrets", false, "also write the --tls-keylog lines into the --write files as decryption secrets blocks, so they decrypt on their own (in kidscope and Wireshark)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
 	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
@@ -99,11 +101,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
+	if lf.writeSecrets && (lf.write == "" || len(in.tlsKeylogs) == 0) {
+		return usageError(fmt.Errorf("--write-secrets writes the --tls-keylog lines into the --write files: give both"))
+	}
+	var follow *keyLogFollower
 	if len(in.tlsKeylogs) > 0 {
 		// Opened now, while live may still read them (before it gives up
 		// root), and followed as clients append their keys.
-		follow, err := newKeyLogFollower(in.tlsKeylogs)
-		if err != nil {
+		if follow, err = newKeyLogFollower(in.tlsKeylogs); err != nil {
 			return usageError(err)
 		}
 		defer follow.close()
@@ -148,6 +153,21 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
+		}
+		if lf.writeSecrets {
+			if err := recordSecrets(rec, opt.TLSKeyLog); err != nil {
+				rec.Close()
+				return &exitError{code: exitBadInput, err: err}
+			}
+			opt.TLSMore = func() []byte {
+				text := follow.more()
+				if len(text) > 0 {
+					// Before the frames the capture writes next; a
+					// failure shows at the next frame written.
+					_ = rec.WriteSecrets(capture.SecretsTLSKeyLog, text)
+				}
+				return text
+			}
 		}
 	}
 	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,

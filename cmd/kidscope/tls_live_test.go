@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/internal/realcapture"
 )
 
@@ -24,11 +26,18 @@ import (
 // over TLS, writing their keys as their connections start, and live reads
 // them as they come, decrypting what it held meanwhile. The crafted
 // client's header-id-changed is streamed, and the final report has the
-// requests decoded and no connection without its key.
+// requests decoded and no connection without its key. The --write file
+// holds the keys only with --write-secrets: then it decrypts on its own.
 func TestLiveTLSKeyLogGrows(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("live capture needs root (or CAP_NET_RAW); CI runs as root")
 	}
+	for _, secrets := range []bool{true, false} {
+		t.Run(fmt.Sprintf("write-secrets=%v", secrets), func(t *testing.T) { liveTLSKeyLogGrows(t, secrets) })
+	}
+}
+
+func liveTLSKeyLogGrows(t *testing.T, writeSecrets bool) {
 	cert, err := realcapture.SelfSigned()
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +61,12 @@ func TestLiveTLSKeyLogGrows(t *testing.T) {
 	defer keyFile.Close()
 	clientTLS := &tls.Config{InsecureSkipVerify: true, KeyLogWriter: keyFile}
 
-	cmd, stdout, stderr, _ := startLive(t, "-i", "lo", "-p", port, "--tls-keylog", keys, "-o", "ndjson", "--duration", "60s")
+	written := filepath.Join(t.TempDir(), "written.pcapng")
+	args := []string{"-i", "lo", "-p", port, "--tls-keylog", keys, "-o", "ndjson", "--duration", "60s", "--write", written}
+	if writeSecrets {
+		args = append(args, "--write-secrets")
+	}
+	cmd, stdout, stderr, _ := startLive(t, args...)
 	defer cmd.Process.Kill()
 	type line struct {
 		Kind     string `json:"kind"`
@@ -127,4 +141,54 @@ wait:
 	if conns == 0 || requests < 13 {
 		t.Errorf("final report: %d connections, %d requests; want the kgo client's and the crafted one's (13 or more)", conns, requests)
 	}
+
+	// The written file, analysed without the key log.
+	out, errOut, code := runKidscope(t, "analyze", "-p", port, "-o", "json", "--fail-on", "never", written)
+	var doc struct {
+		Summary struct {
+			Requests int `json:"requests"`
+		} `json:"summary"`
+		Connections []struct {
+			NotKafka *string `json:"not_kafka"`
+		} `json:"connections"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("analyze %s: exit %d: %s", written, code, errOut)
+	}
+	secretsIn := 0
+	rd, err := capture.Open([]string{written}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.OnSecrets(func(int, uint32, []byte) { secretsIn++ })
+	for p := (capture.Packet{}); rd.Next(&p) == nil; {
+	}
+	rd.Close()
+	if !writeSecrets {
+		if secretsIn != 0 || doc.Summary.Requests != 0 {
+			t.Errorf("without --write-secrets: %d secrets blocks in the file, %d requests decoded from it; want none", secretsIn, doc.Summary.Requests)
+		}
+		return
+	}
+	if secretsIn < 2 || doc.Summary.Requests != requests {
+		t.Errorf("with --write-secrets: %d secrets blocks, %d requests decoded from the file; want some and %d (live's)", secretsIn, doc.Summary.Requests, requests)
+	}
+	for _, c := range doc.Connections {
+		if c.NotKafka != nil {
+			t.Errorf("with --write-secrets, a connection of the file is %s", *c.NotKafka)
+		}
+	}
+	// Wireshark decrypts it too, with no key log of its own: the secrets
+	// blocks were moved ahead of the frames when the file closed.
+	tshark := exec.Command("tshark", append([]string{"-d", "tcp.port==" + port + ",tls", "-d", "tls.port==" + port + ",kafka"},
+		tsharkArgs(written, nil)...)...)
+	tout, err := tshark.Output()
+	if err != nil {
+		t.Fatalf("tshark %s: %v", written, err)
+	}
+	got, want := tsharkFields(string(tout)), kidscopeMessages(t, written, port)
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(want) < 2*13 {
+		t.Errorf("tshark on the --write-secrets file: %d messages, kidscope %d (want the same, 26 or more)", len(got), len(want))
+	}
+	t.Logf("tshark and kidscope on the --write-secrets file: %d and %d messages", len(got), len(want))
 }
