@@ -183,3 +183,82 @@ func TestTLSKeyLogGarbage(t *testing.T) {
 		t.Errorf("stderr quotes a key log line: %s", stderr)
 	}
 }
+
+// TestTLSHalfTheKeys: with the secrets of every other connection left out
+// of the key log, those connections are named TLS (no key) and counted
+// per broker, and the others are decoded as with the whole key log.
+func TestTLSHalfTheKeys(t *testing.T) {
+	fx := loadTLSFixture(t, "kgo-tls13")
+	whole, err := os.ReadFile(fx.name + ".keylog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var randoms []string
+	byRandom := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(whole)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		if byRandom[f[1]] == nil {
+			randoms = append(randoms, f[1])
+		}
+		byRandom[f[1]] = append(byRandom[f[1]], line)
+	}
+	var half strings.Builder
+	for i, cr := range randoms {
+		if i%2 == 0 {
+			half.WriteString(strings.Join(byRandom[cr], "\n") + "\n")
+		}
+	}
+	path := filepath.Join(t.TempDir(), "half.keylog")
+	if err := os.WriteFile(path, []byte(half.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type doc struct {
+		Connections []struct {
+			NotKafka *string `json:"not_kafka"`
+			TLS      *string `json:"tls"`
+			Requests int     `json:"requests"`
+		} `json:"connections"`
+		Brokers []struct {
+			TLSNoKey int `json:"tls_no_key"`
+		} `json:"brokers"`
+	}
+	run := func(keys string) doc {
+		t.Helper()
+		stdout, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "-p", fx.port, "--tls-keylog", keys, fx.name+".pcap")
+		var d doc
+		if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
+			t.Fatalf("analyze: exit %d: %s", code, stderr)
+		}
+		return d
+	}
+	all, part := run(fx.name+".keylog"), run(path)
+	decrypted := func(d doc) (n, requests int) {
+		for _, c := range d.Connections {
+			if c.TLS != nil {
+				n++
+				requests += c.Requests
+			}
+		}
+		return n, requests
+	}
+	nAll, _ := decrypted(all)
+	nPart, reqPart := decrypted(part)
+	noKey := 0
+	for _, c := range part.Connections {
+		if c.NotKafka != nil && *c.NotKafka == "TLS (no key)" {
+			noKey++
+		}
+	}
+	brokerNoKey := 0
+	for _, b := range part.Brokers {
+		brokerNoKey += b.TLSNoKey
+	}
+	kept := (len(randoms) + 1) / 2
+	if nAll != len(randoms) || nPart != kept || noKey != len(randoms)-kept || brokerNoKey != noKey || reqPart == 0 {
+		t.Errorf("%d client randoms, half kept: %d decrypted (whole key log: %d), %d TLS (no key), brokers count %d, %d requests",
+			len(randoms), nPart, nAll, noKey, brokerNoKey, reqPart)
+	}
+}
