@@ -142,5 +142,10 @@ func Validate(log []byte) error {
 	if err != nil {
 		return fmt.Errorf("not JSON: %w", err)
 	}
-	return sch.Validate(doc)
+	if err := sch.Validate(doc); err != nil {
+		// %#v lists every failed keyword with its place in the log;
+		// the plain text names the schema's root only.
+		return fmt.Errorf("%#v", err)
+	}
+	return nil
 }

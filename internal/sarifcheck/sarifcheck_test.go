@@ -39,7 +39,7 @@ func TestValidateRejects(t *testing.T) {
 		"unknown top key": `{"version": "2.1.0", "runs": [], "extra": 1}`,
 		"startLine 0": `{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "k"}}, "results": [{"message": {"text": "m"},
 			"locations": [{"physicalLocation": {"artifactLocation": {"uri": "x"}, "region": {"startLine": 0}}}]}]}]}`,
-		"bad uri": `{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "k"}}, "artifacts": [{"location": {"uri": "%zz"}}]}]}`,
+		"bad uri":  `{"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "k"}}, "artifacts": [{"location": {"uri": "%zz"}}]}]}`,
 		"not json": `{"version": `,
 	} {
 		if err := Validate([]byte(doc)); err == nil {
