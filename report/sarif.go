@@ -19,10 +19,11 @@ import (
 // the other CI viewers that read it.
 //
 // It is written by hand with encoding/json, as the other formats are,
-// rather than through a SARIF library: kidscope uses a small part of
-// SARIF, the field order stays the one of the golden files, no
-// dependency comes into the binary for it, and the tests check the
-// output against the standard's schema itself (report/sarif_test.go).
+// rather than through a SARIF library (go-sarif would do): kidscope uses
+// a small part of SARIF, its types here fix the field order the goldens
+// hold, the binary gains no dependency, and the tests validate every log
+// against the standard's own schema (internal/sarifcheck), which is what a
+// library would have to be trusted for.
 //
 // A capture is a binary file, and SARIF has no frames: each result's
 // location is the capture file as given on the command line, at line 1
