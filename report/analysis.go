@@ -18,16 +18,20 @@ type Analysis struct {
 
 // AnalysisOptions say how to write it.
 type AnalysisOptions struct {
-	Format  string // table, json, ndjson, csv, markdown
+	Format  string // table, json, ndjson, csv, markdown, sarif
 	UUID    UUIDForm
 	Verbose bool // table: show info findings too
 	Color   bool // table: ANSI colours (only on a terminal)
 	// OmitFindings leaves the finding lines out of ndjson: live streamed
 	// them as they were made.
 	OmitFindings bool
+	// SARIF is what -o sarif says of the run besides the analysis.
+	SARIF SARIFInvocation
 }
 
-// ValidAnalyzeFormat reports whether format is one analyze writes.
+// ValidAnalyzeFormat reports whether format is one analyze and live
+// write. analyze writes sarif too (ValidAnalyzeFileFormat): a SARIF log
+// is one document about finished inputs, for CI.
 func ValidAnalyzeFormat(format string) bool {
 	switch format {
 	case "table", "json", "ndjson", "csv", "markdown":
@@ -36,13 +40,19 @@ func ValidAnalyzeFormat(format string) bool {
 	return false
 }
 
+// ValidAnalyzeFileFormat reports whether format is one analyze writes.
+func ValidAnalyzeFileFormat(format string) bool {
+	return format == "sarif" || ValidAnalyzeFormat(format)
+}
+
 // WriteAnalysis renders the analysis in one format.
 //
 // table and markdown are for people: sections in CLI.md's order, repeats of
 // one rule on one connection grouped into one row, info findings only with
 // Verbose. json, ndjson and csv are for programs: every finding is listed,
 // nothing is shortened, and the field names are the stable schema of
-// CLI.md (README: `kidscope analyze`).
+// CLI.md (README: `kidscope analyze`). sarif is for CI viewers (sarif.go):
+// one result per finding, with the rule catalogue.
 func WriteAnalysis(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	switch opt.Format {
 	case "table", "":
@@ -55,8 +65,10 @@ func WriteAnalysis(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 		return writeAnalysisNDJSON(w, a, opt)
 	case "csv":
 		return writeAnalysisCSV(w, a, opt)
+	case "sarif":
+		return writeAnalysisSARIF(w, a, opt)
 	}
-	return fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv or markdown", opt.Format)
+	return fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", opt.Format)
 }
 
 // fileName is the name of input file i, as the findings name it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -129,8 +130,8 @@ what a cap leaves out is counted in the report.`,
 				return usageError(err)
 			}
 			format := in.output
-			if !report.ValidAnalyzeFormat(format) {
-				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv or markdown", format))
+			if !report.ValidAnalyzeFileFormat(format) {
+				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", format))
 			}
 			opt.Stdin = cmd.InOrStdin()
 			bar := newProgressBar(files, in.noProgress)
@@ -144,23 +145,45 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
-			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
-			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
-				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout())})
-			if err != nil {
-				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
-			}
 			code := exitOK
 			if choice.failing(&run.Rules) {
 				code = exitFindings
 			}
+			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			exit := exitCodeOf(&run.Summary, code)
+			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
+				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout()),
+				SARIF: report.SARIFInvocation{ToolVersion: kidscopeVersion(), ExitCode: exit,
+					Successful: exit == exitOK || exit == exitFindings}})
+			if err != nil {
+				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
+			}
 			return finalStatus(&run.Summary, code)
 		},
 	}
-	in.register(cmd, "table, json, ndjson, csv, markdown")
+	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(analyzeFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// analyzeFormats are analyze's -o values, for completion.
+var analyzeFormats = []string{"table", "json", "ndjson", "csv", "markdown", "sarif"}
+
+// exitCodeOf is the code finalStatus exits with, known before the report
+// is written, for the SARIF log's invocation (TestExitCodeOf holds the
+// two together).
+func exitCodeOf(sum *result.Summary, code int) int {
+	switch {
+	case sum.Interrupted:
+		return exitInterrupted
+	case code != exitOK:
+		return code
+	case sum.InputStopped():
+		return exitBadInput
+	}
+	return exitOK
 }
 
 // colorWanted: colour only on a terminal, and never with NO_COLOR set.
