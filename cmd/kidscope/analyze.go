@@ -171,9 +171,8 @@ what a cap leaves out is counted in the report.`,
 // analyzeFormats are analyze's -o values, for completion.
 var analyzeFormats = []string{"table", "json", "ndjson", "csv", "markdown", "sarif"}
 
-// exitCodeOf is the code finalStatus exits with, known before the report
-// is written, for the SARIF log's invocation (TestExitCodeOf holds the
-// two together).
+// exitCodeOf is the code a run exits with (finalStatus's), known before
+// the report is written, for the SARIF log's invocation.
 func exitCodeOf(sum *result.Summary, code int) int {
 	switch {
 	case sum.Interrupted:

@@ -90,13 +90,8 @@ func finalStatus(sum *result.Summary, code int) error {
 	// wins over an input that could not be read to its end: a CI job must
 	// not see "bad input" where the client broke a rule. Interrupted wins
 	// over both: the run did not finish.
-	switch {
-	case sum.Interrupted:
-		return &exitError{code: exitInterrupted}
-	case code != exitOK:
-		return &exitError{code: code}
-	case sum.InputStopped():
-		return &exitError{code: exitBadInput}
+	if c := exitCodeOf(sum, code); c != exitOK {
+		return &exitError{code: c}
 	}
 	return nil
 }

@@ -182,30 +182,35 @@ func TestAnalyzeSARIFFlag(t *testing.T) {
 	}
 }
 
-// TestExitCodeOf: the code the SARIF log says is the one finalStatus
-// exits with.
+// TestExitCodeOf: the precedence of exit codes, which the SARIF log's
+// invocation states and the process exits with (finalStatus): interrupted
+// over a failing finding over an input not read to its end.
 func TestExitCodeOf(t *testing.T) {
 	stopped := []error{errors.New("x.pcap: not a capture")}
 	recovered := []error{&capture.OversizeError{}}
 	for _, c := range []struct {
 		sum  result.Summary
 		code int
+		want int
 	}{
-		{result.Summary{}, exitOK},
-		{result.Summary{}, exitFindings},
-		{result.Summary{Interrupted: true}, exitOK},
-		{result.Summary{Interrupted: true}, exitFindings},
-		{result.Summary{Problems: stopped}, exitOK},
-		{result.Summary{Problems: stopped}, exitFindings},
-		{result.Summary{Problems: recovered}, exitOK},
+		{result.Summary{}, exitOK, exitOK},
+		{result.Summary{}, exitFindings, exitFindings},
+		{result.Summary{Interrupted: true}, exitOK, exitInterrupted},
+		{result.Summary{Interrupted: true}, exitFindings, exitInterrupted},
+		{result.Summary{Problems: stopped}, exitOK, exitBadInput},
+		{result.Summary{Problems: stopped}, exitFindings, exitFindings},
+		{result.Summary{Problems: recovered}, exitOK, exitOK},
 	} {
-		want := exitOK
-		var ee *exitError
-		if err := finalStatus(&c.sum, c.code); errors.As(err, &ee) {
-			want = ee.code
+		if got := exitCodeOf(&c.sum, c.code); got != c.want {
+			t.Errorf("%+v, code %d: exit %d, want %d", c.sum, c.code, got, c.want)
 		}
-		if got := exitCodeOf(&c.sum, c.code); got != want {
-			t.Errorf("%+v, code %d: exitCodeOf %d, finalStatus %d", c.sum, c.code, got, want)
+		var ee *exitError
+		got := exitOK
+		if err := finalStatus(&c.sum, c.code); errors.As(err, &ee) {
+			got = ee.code
+		}
+		if got != c.want {
+			t.Errorf("%+v, code %d: finalStatus exits %d, want %d", c.sum, c.code, got, c.want)
 		}
 	}
 }
