@@ -511,7 +511,9 @@ func FuzzMatch(f *testing.F) {
 			f.Add(uint8(l.link), fr)
 		}
 	}
-	exprs := []string{"tcp and (port 9092 or portrange 9093-9095)", "host 10.0.0.1 or net 2001:db8::/32", "vlan 10 and not port 22", "udp or ip6"}
+	exprs := []string{"tcp and (port 9092 or portrange 9093-9095)", "host 10.0.0.1 or net 2001:db8::/32", "vlan 10 and not port 22", "udp or ip6",
+		"tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420 or tcp[tcpflags] & tcp-syn != 0",
+		"len % (tcp[13] & 3) = 1 or ip[2:2] / (ip[0] & 0xf) > 3", "ether[len - 1] ^ ip6[ip6[4] * 8 % 64] > len << 2"}
 	type entry struct {
 		p  *Program
 		vm *bpf.VM

@@ -310,7 +310,7 @@ func verdictExprs() []string {
 		"tcp[0:2] - tcp[2:2] = 0", "ether[len - 1] = 0x0a", "ip[len - 15] = 0", "icmp or less 60",
 		"ip[6] & 0x20 != 0 or ip[6:2] & 0x1fff != 0", "ip[2:2] + 14 = len", "udp[0] = udp[1]",
 		"tcp[13] = 2 or tcp[13] = 0x12 or tcp[13] = 0x10", "host 10.0.0.1 and ip[8] > 60",
-		"not (ip[8] > 60 or ip6[7] > 60)", "ip[2:2] > 576", "icmp6 and ip6[40] = 128", "arp or rarp or sctp",
+		"not (ip[8] > 60 or ip6[7] > 60)", "ip[2:2] > 576", "ip[100] = 1 or ip[9] = 6", "icmp6 and ip6[40] = 128", "arp or rarp or sctp",
 		"tcp[0] + udp[0] > 0", "len * 0 = 1", "1 = 2", "len - len = 0", "ip[ip[0] & 0xf] = 4",
 		"ether[0:4] = 0x02000000 and ether[4:2] = 0x0002", "ip[0] & 0xf0 = 0x40 and ip[0] & 0x0f > 5",
 	)
