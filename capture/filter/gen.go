@@ -693,9 +693,11 @@ func (g *gen) arith(a *arith) (*arth, error) {
 		if err != nil {
 			return nil, err
 		}
-		ld := newStmt(bpfLD|bpfIMM, a.v)
+		var ld *stmt
 		if a.kind == aLen {
 			ld = newStmt(bpfLD|bpfLEN, 0)
+		} else {
+			ld = newStmt(bpfLD|bpfIMM, a.v)
 		}
 		return &arth{s: []*stmt{ld, newStmt(bpfST, uint32(r))}, regno: r}, nil
 	case aNeg:
