@@ -134,6 +134,8 @@
 // socket filter sees them (the tag is passed beside the frame), so "vlan"
 // in a kernel filter does not see it; libpcap works around this with BPF
 // extensions that only the kernel has. A vlan filter is meant for files.
+// A shift by a computed amount of 32 or more ("len << tcp[0]") gives 0 in
+// Program.Match, as in libpcap; the kernel takes the amount modulo 32.
 //
 // # Running programs
 //
