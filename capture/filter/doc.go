@@ -111,12 +111,14 @@
 //   - A load beyond the end of the frame rejects it, wherever it is in the
 //     expression: "ip[100] = 1 or ip[9] = 6" rejects a TCP packet of
 //     fewer than 101 bytes, the load being tried first. A
-//     division or modulus by 0 at run time rejects the frame; a constant
-//     0 divisor is an error, as are shifts by more than 31, and an
-//     expression so deep it needs more than the 16 words of BPF scratch
-//     memory (Compile and New return these as errors, not *SyntaxError;
-//     libpcap refuses "len / ip[0]" too, since the first instruction of
-//     the divisor loads the constant 0, the offset).
+//     division or modulus by 0 at run time rejects the frame. A constant
+//     0 divisor and a constant shift by more than 31 are errors: a
+//     *SyntaxError at the operator when the right side starts with the
+//     constant, as libpcap checks ("len / ip[0]" too: the first
+//     instruction of the divisor loads the offset 0), else a plain error
+//     from Compile and New when folding constants finds it ("len / (1 -
+//     1)"). So is an expression so deep it needs more than the 16 words of
+//     BPF scratch memory.
 //   - An expression no frame of the link type can match (ip6 on raw IPv4,
 //     "ip and not ip") compiles to a program that rejects everything
 //     (Program.MatchesNothing), where tcpdump refuses it.
