@@ -49,9 +49,34 @@ func TestSyntaxErrors(t *testing.T) {
 		{"vlan 1 or 2", 11, "needs a qualifier"},
 		{"port 1 or tcp or 2", 18, "needs a qualifier"},
 		{"dst 2", 5, "IPv4 address with four parts expected"},
-		{"ether host 1:2:3:4:5:6", 1, `"ether" is not supported`},
-		{"sctp", 1, `"sctp" is not supported`},
-		{"tcp & udp", 5, `"&&" expected`},
+		{"ether host 1:2:3:4:5:6", 1, `"ether" is supported only as ether[offset]`},
+		{"igmp", 1, `"igmp" is not supported`},
+		{"ip proto 6", 4, `"proto" is not supported`},
+		{"tcp & udp", 5, `"and" or "or" expected before "&"`},
+		{"tcp[13] & != 0", 11, `a number, len or proto[offset] expected, not "!="`},
+		{"tcp[13", 7, `"]" expected`},
+		{"tcp[0:3] = 1", 7, "data size must be 1, 2, or 4"},
+		{"tcp[0:x] = 1", 7, "data size must be 1, 2, or 4"},
+		{"len / 0 = 1", 5, "division by zero"},
+		{"len / ip[0] = 1", 5, "division by zero"}, // libpcap looks at the first instruction only
+		{"len % 0 = 1", 5, "modulus by zero"},
+		{"len << 32 = 1", 5, "shift by more than 31 bits"},
+		{"tcp[13] & 2", 12, "a comparison such as = or > expected at the end"},
+		{"tcp[13] & 2 or udp", 13, `a comparison such as = or > expected before "or"`},
+		{"len", 4, "a comparison such as = or > expected at the end"},
+		{"80", 1, `"80" needs a qualifier such as host, net or port before it, or a comparison`},
+		{"less (100)", 6, "a length expected"},
+		{"greater", 8, "a length expected"},
+		{"icmp host 1.2.3.4", 6, `"host" after "icmp" is not supported`},
+		{"len > 1 = 1", 9, `"and" or "or" expected before "="`},
+		{"ip[0] = 5-1", 9, `not "5-1"`}, // one word, as libpcap's scanner reads it
+		{"-", 2, "a number, len or proto[offset] expected at the end"},
+		{"(len > 1", 9, `")" expected`},
+		{"(len + 1 > 1", 13, `")" expected`},
+		{"vlan[0] = 1", 5, `"and" or "or" expected before "["`},
+		{"len > 1 >> 40", 9, "shift by more than 31 bits"},
+		{"len-1 = 1", 1, `"len-1" needs a qualifier`}, // one word, as libpcap's scanner reads it
+		{"udp[0] = 1 and len", 19, "a comparison such as = or > expected at the end"},
 		{"tcp $", 5, "unexpected character '$'"},
 		{"()", 2, `unexpected ")"`},
 	}
@@ -104,6 +129,36 @@ func TestGrammar(t *testing.T) {
 		{"port 1 and (tcp) and 2", "port 1 and tcp and port 2"},
 		{"((tcp))", "tcp"},
 		{"  tcp\tand\nport 1 ", "tcp and port 1"},
+		// Arithmetic: libpcap's precedence, "%" and "^" taking all that
+		// follows them, and the spellings of the same comparison.
+		{"len != 1", "not len = 1"},
+		{"len % 3 + 1 = 2", "len % (3 + 1) = 2"},
+		{"len + 3 % 2 = 1", "len + (3 % 2) = 1"},
+		{"len ^ 3 | 1 = 2", "len ^ (3 | 1) = 2"},
+		{"len * 2 ^ 1 + 1 = 2", "len * (2 ^ (1 + 1)) = 2"},
+		{"1 + 2 * len = 3", "1 + (2 * len) = 3"},
+		{"len - 1 - 1 = 0", "(len - 1) - 1 = 0"},
+		{"len | 1 & 2 = 0", "len | (1 & 2) = 0"},
+		{"len & 1 << 2 = 0", "len & (1 << 2) = 0"},
+		{"len << 1 + 2 = 0", "len << (1 + 2) = 0"},
+		{"-len * 2 = 0", "(-len) * 2 = 0"},
+		{"tcp[tcpflags] & tcp-syn != 0", "tcp[13] & 2 != 0"},
+		{"tcp[13]&tcp-syn!=0", "tcp[13] & 2 != 0"},
+		{"icmp[icmptype] = icmp-echo", "icmp[0] = 8"},
+		{"len <= 64", "not len > 64"},
+		{"len < 64", "not len >= 64"},
+		{"len == 64", "len = 64"},
+		{"(len) > 1", "len > 1"},
+		{"((tcp[0])) = ((1))", "tcp[0] = 1"},
+		{"(tcp[0] = 1 or udp)", "tcp[0] = 1 or udp"},
+		{"port 1 or 2 > 1", "port 1 or (2 > 1)"},
+		{"port 1 or (2) > 1", "port 1 or (2 > 1)"},
+		{"ether[0] = 1", "link[0] = 1"},
+		{"length > 1", "len > 1"},
+		{"tcp[12:1] = 1", "tcp[12] = 1"},
+		{"tcp[0x0c:0x2] = 1", "tcp[12:2] = 1"},
+		{"port tcp-syn", "port 2"},
+		{"len -1 = 1", "len - 1 = 1"},
 	}
 	for _, c := range same {
 		a, err := Compile(c[0], layers.LinkTypeEthernet, 0)
@@ -119,6 +174,30 @@ func TestGrammar(t *testing.T) {
 		if a.String() != b.String() {
 			t.Errorf("%q and %q compile differently:\n%s\n%s", c[0], c[1], a, b)
 		}
+	}
+}
+
+// TestCompileErrors: what libpcap's code generator and optimizer refuse,
+// and so do Compile and New.
+func TestCompileErrors(t *testing.T) {
+	deep := strings.Repeat("1+(", 15) + "ip[0]" + strings.Repeat(")", 15) + " = 1"
+	for expr, want := range map[string]string{
+		"len / (1 - 1) = 1":   "division by zero",
+		"len % (2 * 0) = 1":   "modulus by zero",
+		"len << (31 + 1) = 1": "shift by more than 31 bits",
+		deep:                  "too many registers needed to evaluate expression",
+	} {
+		if _, err := Compile(expr, layers.LinkTypeEthernet, 0); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Compile %q: %v, want ...%s...", expr, err, want)
+		}
+		if _, err := New(expr); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("New %q: %v, want ...%s...", expr, err, want)
+		}
+	}
+	// One level less fits in the 16 words of scratch memory.
+	ok := strings.Repeat("1+(", 14) + "ip[0]" + strings.Repeat(")", 14) + " = 1"
+	if _, err := New(ok); err != nil {
+		t.Errorf("%q: %v", ok, err)
 	}
 }
 
@@ -393,6 +472,9 @@ func FuzzCompile(f *testing.F) {
 	}
 	f.Add("port 1 or (2 and not (3 or 4)) or !5 && 6 || 7")
 	f.Add("net 1.2.3.4 mask 255.255.255.0 or host ::ffff:1.2.3.4 or net ::/0")
+	f.Add("tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420 or (len - -1) % 7 ^ 3 > ip6[icmp6-echo:2]")
+	f.Add("((1)) = (len) and not (ether[0] | 1 = -tcp[tcp[0]]) or less 1 && greater tcpflags")
+	f.Add("1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+(1+ip[0]))))))))))))))) = 1")
 	frame, _ := packetSet()[0].frame(layers.LinkTypeEthernet)
 	f.Fuzz(func(t *testing.T, expr string) {
 		if len(expr) > 300 {
@@ -429,7 +511,9 @@ func FuzzMatch(f *testing.F) {
 			f.Add(uint8(l.link), fr)
 		}
 	}
-	exprs := []string{"tcp and (port 9092 or portrange 9093-9095)", "host 10.0.0.1 or net 2001:db8::/32", "vlan 10 and not port 22", "udp or ip6"}
+	exprs := []string{"tcp and (port 9092 or portrange 9093-9095)", "host 10.0.0.1 or net 2001:db8::/32", "vlan 10 and not port 22", "udp or ip6",
+		"tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420 or tcp[tcpflags] & tcp-syn != 0",
+		"len % (tcp[13] & 3) = 1 or ip[2:2] / (ip[0] & 0xf) > 3", "ether[len - 1] ^ ip6[ip6[4] * 8 % 64] > len << 2"}
 	type entry struct {
 		p  *Program
 		vm *bpf.VM

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -187,6 +188,8 @@ const (
 	ether8021AD = 0x88a8
 	etherQinQ   = 0x9100
 
+	ipprotoICMP     = 1
+	ipprotoICMPv6   = 58
 	ipprotoTCP      = 6
 	ipprotoUDP      = 17
 	ipprotoSCTP     = 132
@@ -213,6 +216,10 @@ type gen struct {
 	link        layers.LinkType
 	offLinkType int // -1: the link has no type field
 	offLinkPL   int
+	// Scratch memory words in use by arithmetic, allocated in turn as
+	// libpcap does, so the programs name the same M[] words.
+	curreg  int
+	regused [memWords]bool
 }
 
 func newGen(link layers.LinkType) (*gen, error) {
@@ -337,23 +344,32 @@ func (g *gen) linktype(et uint32) *block {
 	return genFalse()
 }
 
-// proto is "ip proto v or ip6 proto v" as libpcap writes "tcp": the IPv6
-// side also looks behind one fragment header.
+// proto is "ip proto v or ip6 proto v" as libpcap writes "tcp".
 func (g *gen) proto(v uint32) *block {
+	ip4 := g.proto4(v)
+	b1 := g.proto6(v)
+	genOr(ip4, b1)
+	return b1
+}
+
+// proto4 is "ip proto v".
+func (g *gen) proto4(v uint32) *block {
 	b0 := g.linktype(etherIP)
 	b1 := g.cmp(orLinkPL, 9, bpfB, v)
 	genAnd(b0, b1)
-	ip4 := b1
+	return b1
+}
 
-	b0 = g.linktype(etherIPv6)
+// proto6 is "ip6 proto v": the next header, or the one behind a fragment
+// header.
+func (g *gen) proto6(v uint32) *block {
+	b0 := g.linktype(etherIPv6)
 	b2 := g.cmp(orLinkPL, 6, bpfB, ipprotoFragment)
-	b1 = g.cmp(orLinkPL, 40, bpfB, v)
+	b1 := g.cmp(orLinkPL, 40, bpfB, v)
 	genAnd(b2, b1)
 	b2 = g.cmp(orLinkPL, 6, bpfB, v)
 	genOr(b2, b1)
 	genAnd(b0, b1)
-
-	genOr(ip4, b1)
 	return b1
 }
 
@@ -563,6 +579,25 @@ func (g *gen) expr(n *node) (*block, error) {
 		return g.proto(ipprotoUDP), nil
 	case pVlan:
 		return g.vlan(p.vlan)
+	case pICMP:
+		return g.proto4(ipprotoICMP), nil
+	case pICMP6:
+		return g.proto6(ipprotoICMPv6), nil
+	case pSCTP:
+		return g.proto(ipprotoSCTP), nil
+	case pARP:
+		return g.linktype(etherARP), nil
+	case pRARP:
+		return g.linktype(etherRARP), nil
+	case pLen:
+		// libpcap's gen_less and gen_greater: "less" is not "len > N".
+		b := newBlock(bpfJMP|p.lenJmp|bpfK, p.p1, newStmt(bpfLD|bpfLEN, 0))
+		if p.lenJmp == bpfJGT {
+			genNot(b)
+		}
+		return b, nil
+	case pRel:
+		return g.relation(p.rel)
 	case pHost4:
 		return g.host4(p), nil
 	case pHost6:
@@ -620,4 +655,200 @@ func linkName(l layers.LinkType) string {
 		return "OpenBSD loopback"
 	}
 	return fmt.Sprintf("link type %d", int(l))
+}
+
+// Arithmetic, as libpcap's gencode.c generates it: every value lives in a
+// scratch memory word; an operation loads its operands from theirs into X
+// and A, and stores its result in a new one. The optimizer then folds
+// constants and removes the stores nothing reads.
+
+// arth is a value being computed: its statements, the word that holds it,
+// and the protocol tests a load in it needs (nil: none).
+type arth struct {
+	b     *block
+	s     []*stmt
+	regno int
+}
+
+var errRegisters = errors.New("too many registers needed to evaluate expression")
+
+// allocReg returns the next free scratch word from the current one on.
+func (g *gen) allocReg() (int, error) {
+	for n := memWords; n > 0; n-- {
+		if !g.regused[g.curreg] {
+			g.regused[g.curreg] = true
+			return g.curreg, nil
+		}
+		g.curreg = (g.curreg + 1) % memWords
+	}
+	return 0, errRegisters
+}
+
+func (g *gen) freeReg(n int) { g.regused[n] = false }
+
+func (g *gen) arith(a *arith) (*arth, error) {
+	switch a.kind {
+	case aNum, aLen:
+		r, err := g.allocReg()
+		if err != nil {
+			return nil, err
+		}
+		var ld *stmt
+		if a.kind == aLen {
+			ld = newStmt(bpfLD|bpfLEN, 0)
+		} else {
+			ld = newStmt(bpfLD|bpfIMM, a.v)
+		}
+		return &arth{s: []*stmt{ld, newStmt(bpfST, uint32(r))}, regno: r}, nil
+	case aNeg:
+		x, err := g.arith(a.x)
+		if err != nil {
+			return nil, err
+		}
+		r := uint32(x.regno)
+		x.s = append(x.s, newStmt(bpfLD|bpfMEM, r), newStmt(bpfALU|bpfNEG, 0), newStmt(bpfST, r))
+		return x, nil
+	case aBin:
+		a0, err := g.arith(a.x)
+		if err != nil {
+			return nil, err
+		}
+		a1, err := g.arith(a.y)
+		if err != nil {
+			return nil, err
+		}
+		a0.s = append(a0.s, a1.s...)
+		a0.s = append(a0.s, newStmt(bpfLDX|bpfMEM, uint32(a1.regno)), newStmt(bpfLD|bpfMEM, uint32(a0.regno)),
+			newStmt(bpfALU|bpfX|a.op, 0))
+		g.freeReg(a0.regno)
+		g.freeReg(a1.regno)
+		r, err := g.allocReg()
+		if err != nil {
+			return nil, err
+		}
+		a0.s = append(a0.s, newStmt(bpfST, uint32(r)))
+		a0.regno = r
+		// As in libpcap, the protocol tests of the right side are
+		// not kept: "ip[0] + tcp[0] > 0" does not test for TCP.
+		return a0, nil
+	case aLoad:
+		return g.load(a)
+	}
+	return nil, fmt.Errorf("filter: unknown arithmetic node")
+}
+
+// protoAbbrev is the test a load relative to a protocol's header needs.
+func (g *gen) protoAbbrev(lp loadProto) *block {
+	switch lp {
+	case lpIP:
+		return g.linktype(etherIP)
+	case lpIP6:
+		return g.linktype(etherIPv6)
+	case lpARP:
+		return g.linktype(etherARP)
+	case lpRARP:
+		return g.linktype(etherRARP)
+	case lpTCP:
+		return g.proto(ipprotoTCP)
+	case lpUDP:
+		return g.proto(ipprotoUDP)
+	case lpSCTP:
+		return g.proto(ipprotoSCTP)
+	case lpICMP:
+		return g.proto4(ipprotoICMP)
+	}
+	return g.proto6(ipprotoICMPv6)
+}
+
+// load is proto[x:size]: x is an offset from the start of the protocol's
+// header. For the transport protocols that is behind the IPv4 header
+// (options included), on unfragmented packets and first fragments only:
+// libpcap does not look for them in IPv6, and neither does this.
+func (g *gen) load(a *arith) (*arth, error) {
+	inst, err := g.arith(a.x)
+	if err != nil {
+		return nil, err
+	}
+	regno, err := g.allocReg()
+	if err != nil {
+		return nil, err
+	}
+	g.freeReg(inst.regno)
+	idx := uint32(inst.regno)
+	pl := uint32(g.offLinkPL)
+	switch a.proto {
+	case lpLink:
+		inst.s = append(inst.s, newStmt(bpfLDX|bpfMEM, idx), newStmt(bpfLD|bpfIND|a.size, 0))
+	case lpIP, lpIP6, lpARP, lpRARP:
+		inst.s = append(inst.s, newStmt(bpfLDX|bpfMEM, idx), newStmt(bpfLD|bpfIND|a.size, pl))
+		b := g.protoAbbrev(a.proto)
+		if inst.b != nil {
+			genAnd(inst.b, b)
+		}
+		inst.b = b
+	case lpTCP, lpUDP, lpSCTP, lpICMP:
+		inst.s = append(inst.s, newStmt(bpfLDX|bpfMSH|bpfB, pl), newStmt(bpfLD|bpfMEM, idx),
+			newStmt(bpfALU|bpfADD|bpfX, 0), newStmt(bpfMISC|bpfTAX, 0), newStmt(bpfLD|bpfIND|a.size, pl))
+		b := g.ipfrag()
+		genAnd(g.protoAbbrev(a.proto), b)
+		if inst.b != nil {
+			genAnd(inst.b, b)
+		}
+		genAnd(g.linktype(etherIP), b)
+		inst.b = b
+	case lpICMP6:
+		// libpcap: ICMPv6 right after the fixed IPv6 header only.
+		b := g.linktype(etherIPv6)
+		if inst.b != nil {
+			genAnd(inst.b, b)
+		}
+		inst.b = b
+		b = g.cmp(orLinkPL, 6, bpfB, ipprotoICMPv6)
+		genAnd(inst.b, b)
+		inst.b = b
+		inst.s = append(inst.s, newStmt(bpfLDX|bpfMEM, idx), newStmt(bpfLD|bpfIND|a.size, pl+40))
+	}
+	inst.regno = regno
+	inst.s = append(inst.s, newStmt(bpfST, uint32(regno)))
+	return inst, nil
+}
+
+// relation compares two values: A (the left) against X (the right), or for
+// equality A-X against 0, which the optimizer turns into a comparison with
+// a constant.
+func (g *gen) relation(rel *relation) (*block, error) {
+	a0, err := g.arith(rel.l)
+	if err != nil {
+		return nil, err
+	}
+	a1, err := g.arith(rel.r)
+	if err != nil {
+		return nil, err
+	}
+	s := append(a0.s, a1.s...)
+	s = append(s, newStmt(bpfLDX|bpfMEM, uint32(a1.regno)), newStmt(bpfLD|bpfMEM, uint32(a0.regno)))
+	var b *block
+	if rel.code == bpfJEQ {
+		s = append(s, newStmt(bpfALU|bpfSUB|bpfX, 0))
+		b = newBlock(bpfJMP|bpfJEQ|bpfK, 0, s...)
+	} else {
+		b = newBlock(bpfJMP|rel.code|bpfX, 0, s...)
+	}
+	if rel.reversed {
+		genNot(b)
+	}
+	g.freeReg(a0.regno)
+	g.freeReg(a1.regno)
+	tmp := a1.b
+	if a0.b != nil {
+		tmp = a0.b
+		if a1.b != nil {
+			genAnd(a0.b, a1.b)
+			tmp = a1.b
+		}
+	}
+	if tmp != nil {
+		genAnd(tmp, b)
+	}
+	return b, nil
 }

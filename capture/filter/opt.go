@@ -1,6 +1,9 @@
 package filter
 
-import "math/bits"
+import (
+	"errors"
+	"math/bits"
+)
 
 // The optimizer works the way libpcap's optimize.c does, so that its
 // output is tcpdump's instruction for instruction: global value numbering
@@ -42,6 +45,7 @@ type optimizer struct {
 	vals     map[valKey]uint32
 	isConst  []bool
 	constVal []uint32
+	err      error // what libpcap's optimizer refuses: a division by zero found by folding constants
 }
 
 func setInsert(s []uint32, i int)      { s[i/32] |= 1 << (i % 32) }
@@ -57,13 +61,25 @@ func (o *optimizer) isMarked(b *block) bool { return b.mark == o.mark }
 func (o *optimizer) setMark(b *block)       { b.mark = o.mark }
 
 // optimize rewrites the graph under *root in place.
-func optimize(root **block) {
+func optimize(root **block) error {
 	o := &optimizer{root: root, mark: 1}
 	o.init()
 	o.loop(false)
-	o.loop(true)
+	if o.err == nil {
+		o.loop(true)
+	}
+	if o.err != nil {
+		return o.err
+	}
 	o.intern()
 	optRoot(root)
+	return nil
+}
+
+func (o *optimizer) fail(msg string) {
+	if o.err == nil {
+		o.err = errors.New(msg)
+	}
 }
 
 func (o *optimizer) numberBlocks(b *block) {
@@ -105,7 +121,7 @@ func (o *optimizer) loop(doStmts bool) {
 		o.findUD()
 		o.findEdom()
 		o.blks(doStmts)
-		if o.done {
+		if o.done || o.err != nil {
 			return
 		}
 		// A pass that only moves branches around may do so forever (two
@@ -339,7 +355,7 @@ func vstore(s *stmt, valp *uint32, newval uint32, alter bool) {
 }
 
 // foldOp computes a constant ALU operation into a load of the result.
-func (o *optimizer) foldOp(s *stmt, v0, v1 uint32) bool {
+func (o *optimizer) foldOp(s *stmt, v0, v1 uint32) {
 	a, b := o.constVal[v0], o.constVal[v1]
 	switch bpfOp(s.code) {
 	case bpfADD:
@@ -350,12 +366,14 @@ func (o *optimizer) foldOp(s *stmt, v0, v1 uint32) bool {
 		a *= b
 	case bpfDIV:
 		if b == 0 {
-			return false
+			o.fail("division by zero")
+			return
 		}
 		a /= b
 	case bpfMOD:
 		if b == 0 {
-			return false
+			o.fail("modulus by zero")
+			return
 		}
 		a %= b
 	case bpfAND:
@@ -368,14 +386,11 @@ func (o *optimizer) foldOp(s *stmt, v0, v1 uint32) bool {
 		a = shl(a, b)
 	case bpfRSH:
 		a = shr(a, b)
-	default:
-		return false
 	}
 	s.k = a
 	s.code = bpfLD | bpfIMM
 	o.nonBr = true
 	o.done = false
-	return true
 }
 
 func (o *optimizer) optStmt(s *stmt, val *[nAtoms]uint32, alter bool) {
@@ -422,9 +437,14 @@ func (o *optimizer) optStmt(s *stmt, val *[nAtoms]uint32, alter bool) {
 					s.code = bpfLD | bpfIMM
 					val[aAtom] = o.kval(s.k)
 					return
+				case bpfDIV:
+					o.fail("division by zero")
+				case bpfMOD:
+					o.fail("modulus by zero")
 				}
 			}
-			if o.isConst[val[aAtom]] && o.foldOp(s, val[aAtom], o.kval(s.k)) {
+			if o.isConst[val[aAtom]] {
+				o.foldOp(s, val[aAtom], o.kval(s.k))
 				val[aAtom] = o.kval(s.k)
 				return
 			}
@@ -434,16 +454,32 @@ func (o *optimizer) optStmt(s *stmt, val *[nAtoms]uint32, alter bool) {
 		op := bpfOp(c)
 		if alter && o.isConst[val[xAtom]] {
 			if o.isConst[val[aAtom]] {
-				if o.foldOp(s, val[aAtom], val[xAtom]) {
-					val[aAtom] = o.kval(s.k)
-					return
-				}
-			} else {
-				s.code = bpfALU | bpfK | op
-				s.k = o.constVal[val[xAtom]]
-				o.nonBr = true
-				o.done = false
-				val[aAtom] = o.f(s.code, val[aAtom], o.kval(s.k))
+				o.foldOp(s, val[aAtom], val[xAtom])
+				val[aAtom] = o.kval(s.k)
+				return
+			}
+			s.code = bpfALU | bpfK | op
+			s.k = o.constVal[val[xAtom]]
+			if (op == bpfLSH || op == bpfRSH) && s.k > 31 {
+				o.fail("shift by more than 31 bits")
+			}
+			o.nonBr = true
+			o.done = false
+			val[aAtom] = o.f(s.code, val[aAtom], o.kval(s.k))
+			return
+		}
+		// An operation on an A known to be 0 may simplify, which can
+		// open up further optimizations.
+		if alter && o.isConst[val[aAtom]] && o.constVal[val[aAtom]] == 0 {
+			switch op {
+			case bpfADD, bpfOR, bpfXOR:
+				s.code = bpfMISC | bpfTXA
+				vstore(s, &val[aAtom], val[xAtom], alter)
+				return
+			case bpfMUL, bpfDIV, bpfMOD, bpfAND, bpfLSH, bpfRSH:
+				s.code = bpfLD | bpfIMM
+				s.k = 0
+				vstore(s, &val[aAtom], o.kval(s.k), alter)
 				return
 			}
 		}
@@ -502,25 +538,81 @@ func (o *optimizer) peep(b *block) {
 		}
 		s, next := b.stmts[i], b.stmts[j]
 		last = next
+		i = j
+		// st M[k]; ldx M[k] -> st M[k]; tax
 		if s.code == bpfST && next.code == bpfLDX|bpfMEM && s.k == next.k {
+			o.nonBr = true
 			o.done = false
 			next.code = bpfMISC | bpfTAX
 		}
+		// ld #k; tax -> ldx #k; txa
 		if s.code == bpfLD|bpfIMM && next.code == bpfMISC|bpfTAX {
 			s.code = bpfLDX | bpfIMM
 			next.code = bpfMISC | bpfTXA
+			o.nonBr = true
 			o.done = false
 		}
-		i = j
+		// ld #k; [ldxb 4*([n]&0xf);] add x; tax; ld [x+m] -> ld [x+m+k],
+		// which is what tcp[k] becomes, when nothing after the block
+		// uses X.
+		if s.code == bpfLD|bpfIMM {
+			if b.outUse&(1<<xAtom) != 0 {
+				continue
+			}
+			a := j
+			if next.code == bpfLDX|bpfMSH|bpfB {
+				a = nextOp(b.stmts, j+1)
+			}
+			if a >= len(b.stmts) || b.stmts[a].code != bpfALU|bpfADD|bpfX {
+				continue
+			}
+			t := nextOp(b.stmts, a+1)
+			if t >= len(b.stmts) || b.stmts[t].code != bpfMISC|bpfTAX {
+				continue
+			}
+			l := nextOp(b.stmts, t+1)
+			if l >= len(b.stmts) || bpfClass(b.stmts[l].code) != bpfLD || bpfMode(b.stmts[l].code) != bpfIND {
+				continue
+			}
+			b.stmts[l].k += s.k
+			s.code = opNOP
+			b.stmts[a].code = opNOP
+			b.stmts[t].code = opNOP
+			o.nonBr = true
+			o.done = false
+		}
 	}
-	// and #k; jeq #0 -> jset #k, with the branches swapped.
-	if b.s.code == bpfJMP|bpfJEQ|bpfK && b.outUse&(1<<aAtom) == 0 &&
-		last.code == bpfALU|bpfAND|bpfK && b.s.k == 0 {
-		b.s.k = last.k
-		b.s.code = bpfJMP | bpfK | bpfJSET
-		last.code = opNOP
-		o.done = false
-		optNot(b)
+	if b.s.code == bpfJMP|bpfJEQ|bpfK && b.outUse&(1<<aAtom) == 0 {
+		switch {
+		case last.code == bpfALU|bpfSUB|bpfX:
+			if v := b.val[xAtom]; o.isConst[v] {
+				// sub x; jeq #y -> jeq #(x+y), X being a known constant
+				b.s.k += o.constVal[v]
+				last.code = opNOP
+				o.nonBr = true
+				o.done = false
+			} else if b.s.k == 0 {
+				// sub x; jeq #0 -> jeq x
+				last.code = opNOP
+				b.s.code = bpfJMP | bpfJEQ | bpfX
+				o.nonBr = true
+				o.done = false
+			}
+		case last.code == bpfALU|bpfSUB|bpfK:
+			// sub #x; jeq #y -> jeq #(x+y)
+			last.code = opNOP
+			b.s.k += last.k
+			o.nonBr = true
+			o.done = false
+		case last.code == bpfALU|bpfAND|bpfK && b.s.k == 0:
+			// and #k; jeq #0 -> jset #k, with the branches swapped
+			b.s.k = last.k
+			b.s.code = bpfJMP | bpfK | bpfJSET
+			last.code = opNOP
+			o.nonBr = true
+			o.done = false
+			optNot(b)
+		}
 	}
 	if b.s.code == bpfJMP|bpfK|bpfJSET {
 		if b.s.k == 0 {

@@ -85,6 +85,19 @@ func tcpHdr(sport, dport uint16) []byte {
 	return append(b, "kafka"...)
 }
 
+// tcpSeg is a TCP header with the given flags and options (a multiple of
+// 4 bytes), then payload.
+func tcpSeg(sport, dport uint16, flags byte, opts []byte, payload string) []byte {
+	b := make([]byte, 20)
+	binary.BigEndian.PutUint16(b[0:], sport)
+	binary.BigEndian.PutUint16(b[2:], dport)
+	b[12] = byte(5+len(opts)/4) << 4
+	b[13] = flags
+	binary.BigEndian.PutUint16(b[14:], 65535)
+	b = append(b, opts...)
+	return append(b, payload...)
+}
+
 func udpHdr(sport, dport uint16) []byte {
 	b := make([]byte, 8)
 	binary.BigEndian.PutUint16(b[0:], sport)
@@ -167,6 +180,17 @@ func packetSet() []testPacket {
 		{name: "9100-tag 10 udp", ip: ip4("10.0.0.1", "10.0.0.9", 17, udpHdr(5353, 53), nil), tags: []uint16{0x9100}, vids: []uint16{10}},
 		{name: "vlan 4095 arp", etype: 0x0806, body: arpBody("10.0.0.1", "10.0.0.2"), tags: []uint16{0x8100}, vids: []uint16{4095}},
 		{name: "vlan 10 cut", tags: []uint16{0x8100}, vids: []uint16{10}, etype: 0x0800},
+		{name: "v4 tcp syn", ip: ip4("10.0.0.1", "10.0.0.2", 6, tcpSeg(51234, 9092, 0x02, nil, ""), nil)},
+		{name: "v4 tcp syn-ack", ip: ip4("10.0.0.2", "10.0.0.1", 6, tcpSeg(9092, 51234, 0x12, []byte{2, 4, 5, 0xb4}, ""), nil)},
+		{name: "v4 tcp fin options", ip: ip4("10.0.0.1", "10.0.0.2", 6, tcpSeg(51234, 9092, 0x11, nil, ""), withOptions)},
+		{name: "v4 http get", ip: ip4("10.0.0.5", "10.0.0.80", 6, tcpSeg(40000, 80, 0x18, make([]byte, 12), "GET / HTTP/1.1\r\n\r\n"), nil)},
+		{name: "v4 http post", ip: ip4("10.0.0.5", "10.0.0.80", 6, tcpSeg(40000, 80, 0x18, nil, "POST / HTTP/1.1\r\n\r\n"), nil)},
+		{name: "v4 icmp unreach", ip: ip4("10.0.0.9", "10.0.0.1", 1, []byte{3, 1, 0, 0, 0, 0, 0, 0}, nil)},
+		{name: "v4 icmp echo reply", ip: ip4("10.0.0.2", "10.0.0.1", 1, []byte{0, 0, 0, 0, 0, 1, 0, 1}, nil)},
+		{name: "v6 icmp6 echo", ip: ip6("2001:db8::1", "2001:db8::2", 58, []byte{128, 0, 0, 0, 0, 1, 0, 1})},
+		{name: "v6 neighbor solicit", ip: ip6("fe80::1", "ff02::1:ff00:2", 58, append([]byte{135, 0, 0, 0, 0, 0, 0, 0}, netip.MustParseAddr("fe80::2").AsSlice()...))},
+		{name: "v4 big udp", ip: ip4("10.0.0.1", "10.0.0.9", 17, append(udpHdr(5000, 5001), make([]byte, 1200)...), nil)},
+		{name: "v4 tos and ttl", ip: ip4("10.0.0.7", "10.0.0.8", 17, udpHdr(1, 2), func(h []byte) []byte { h[1], h[8] = 0x10, 1; return h })},
 	}
 }
 
@@ -329,6 +353,17 @@ func parseImage(text string) ([]bpf.RawInstruction, error) {
 			ins.Op, ins.K = bpfLDX|bpfB|bpfMSH, num(strings.TrimSuffix(strings.TrimPrefix(arg, "4*(["), "]&0xf)"))
 		case op == "ldx" && strings.HasPrefix(arg, "#"):
 			ins.Op, ins.K = bpfLDX|bpfIMM, num(arg[1:])
+		case op == "ldx" && strings.HasPrefix(arg, "M["):
+			ins.Op, ins.K = bpfLDX|bpfMEM, num(strings.TrimSuffix(arg[2:], "]"))
+		case op == "ld" && strings.HasPrefix(arg, "M["):
+			ins.Op, ins.K = bpfLD|bpfMEM, num(strings.TrimSuffix(arg[2:], "]"))
+		case op == "st" || op == "stx":
+			ins.Op, ins.K = bpfST, num(strings.TrimSuffix(strings.TrimPrefix(arg, "M["), "]"))
+			if op == "stx" {
+				ins.Op = bpfSTX
+			}
+		case op == "neg":
+			ins.Op = bpfALU | bpfNEG
 		case size[op] != 0 || op == "ld":
 			switch {
 			case strings.HasPrefix(arg, "[x + "):
@@ -351,7 +386,11 @@ func parseImage(text string) ([]bpf.RawInstruction, error) {
 		case jmp[op] != 0:
 			jt, _ := strconv.Atoi(m[4])
 			jf, _ := strconv.Atoi(m[5])
-			ins.Op, ins.K = bpfJMP|jmp[op]|bpfK, num(arg[1:])
+			if arg == "x" {
+				ins.Op = bpfJMP | jmp[op] | bpfX
+			} else {
+				ins.Op, ins.K = bpfJMP|jmp[op]|bpfK, num(arg[1:])
+			}
 			ins.Jt, ins.Jf = uint8(jt-n-1), uint8(jf-n-1)
 		case op == "ja":
 			ins.Op, ins.K = bpfJMP|bpfJA, num(arg)-uint32(n)-1

@@ -79,6 +79,13 @@ const (
 	pTCP                       // tcp
 	pUDP                       // udp
 	pVlan                      // vlan [ID]
+	pICMP                      // icmp
+	pICMP6                     // icmp6
+	pSCTP                      // sctp
+	pARP                       // arp
+	pRARP                      // rarp
+	pRel                       // a comparison of two arithmetic expressions
+	pLen                       // less N, greater N
 )
 
 // node is one node of the expression tree; an in-order walk visits the
@@ -99,6 +106,57 @@ type prim struct {
 	mask6  [16]byte // pHost6
 	p1, p2 uint32   // pPort (p1), pPortrange (p1 <= p2)
 	vlan   int      // pVlan: the ID, or -1 for any
+	rel    *relation
+	lenJmp int32 // pLen: bpfJGT (less, negated) or bpfJGE (greater), against p1
+}
+
+// relation is "l relop r": the jump code and whether the branch is
+// negated, as libpcap reads <= as not >, < as not >=, != as not =.
+type relation struct {
+	code     int32
+	reversed bool
+	l, r     *arith
+}
+
+type arithKind uint8
+
+const (
+	aNum  arithKind = iota // v
+	aLen                   // len: the frame's length
+	aLoad                  // proto[x:size]
+	aBin                   // x op y
+	aNeg                   // -x
+)
+
+// loadProto is what a byte offset is relative to.
+type loadProto uint8
+
+const (
+	lpLink loadProto = iota // ether, link: the link-layer header
+	lpIP
+	lpIP6
+	lpARP
+	lpRARP
+	lpTCP
+	lpUDP
+	lpSCTP
+	lpICMP
+	lpICMP6
+)
+
+var loadProtos = map[string]loadProto{
+	"ether": lpLink, "link": lpLink, "ip": lpIP, "ip6": lpIP6, "arp": lpARP, "rarp": lpRARP,
+	"tcp": lpTCP, "udp": lpUDP, "sctp": lpSCTP, "icmp": lpICMP, "icmp6": lpICMP6,
+}
+
+// arith is one node of an arithmetic expression.
+type arith struct {
+	kind  arithKind
+	v     uint32    // aNum
+	proto loadProto // aLoad
+	size  int32     // aLoad: bpfB, bpfH or bpfW
+	op    int32     // aBin: bpfADD...
+	x, y  *arith    // aLoad: x is the offset; aBin: both; aNeg: x
 }
 
 // SyntaxError is an expression that is not in the supported subset, with
@@ -119,11 +177,16 @@ const (
 	tEOF tokKind = iota
 	tLParen
 	tRParen
-	tSlash
+	tSlash // also division
 	tNot
 	tAnd
 	tOr
-	tWord // a keyword or a value
+	tWord   // a keyword or a value
+	tLBrack // [
+	tRBrack // ]
+	tColon  // the size in proto[expr:size]
+	tOp     // an arithmetic operator other than "/": + - * % & | ^ << >>
+	tRel    // a comparison: > < >= <= = == !=
 )
 
 type token struct {
@@ -138,57 +201,106 @@ var keywords = map[string]bool{
 	"host": true, "net": true, "mask": true, "port": true, "portrange": true,
 	"src": true, "dst": true, "ip": true, "ip6": true, "tcp": true, "udp": true,
 	"vlan": true, "and": true, "or": true, "not": true,
+	"icmp": true, "icmp6": true, "sctp": true, "arp": true, "rarp": true,
+	"ether": true, "link": true, "len": true, "length": true, "less": true, "greater": true,
 }
 
 var unsupported = map[string]bool{
-	"ether": true, "arp": true, "rarp": true, "sctp": true, "icmp": true, "icmp6": true,
 	"igmp": true, "gateway": true, "proto": true, "protochain": true, "broadcast": true,
-	"multicast": true, "less": true, "greater": true, "mpls": true, "pppoed": true,
+	"multicast": true, "mpls": true, "pppoed": true,
 	"pppoes": true, "geneve": true, "inbound": true, "outbound": true, "ifname": true,
-	"link": true, "decnet": true, "len": true, "llc": true, "wlan": true, "type": true,
+	"decnet": true, "llc": true, "wlan": true, "type": true,
 	"subtype": true, "dir": true, "ra": true, "ta": true, "addr1": true, "addr2": true,
 	"addr3": true, "addr4": true, "iso": true, "isis": true, "atalk": true, "aarp": true,
 	"ipx": true, "netbeui": true, "stp": true, "lat": true, "mopdl": true, "moprc": true,
 	"sca": true, "vrrp": true, "carp": true, "pim": true, "ah": true, "esp": true,
-	"radio": true, "fddi": true, "tr": true, "ppp": true, "slip": true,
+	"radio": true, "fddi": true, "tr": true, "ppp": true, "slip": true, "byte": true,
+	"igrp": true, "ifindex": true,
 }
+
+// namedNumbers are the names libpcap's scanner reads as numbers
+// (pcap-filter(7)): header field offsets and values for ICMP, ICMPv6 and
+// TCP.
+var namedNumbers = map[string]uint32{
+	"icmptype": 0, "icmpcode": 1, "icmp-echoreply": 0, "icmp-unreach": 3,
+	"icmp-sourcequench": 4, "icmp-redirect": 5, "icmp-echo": 8, "icmp-routeradvert": 9,
+	"icmp-routersolicit": 10, "icmp-timxceed": 11, "icmp-paramprob": 12, "icmp-tstamp": 13,
+	"icmp-tstampreply": 14, "icmp-ireq": 15, "icmp-ireqreply": 16, "icmp-maskreq": 17,
+	"icmp-maskreply": 18,
+	"icmp6type":      0, "icmp6code": 1, "icmp6-destinationunreach": 1, "icmp6-packettoobig": 2,
+	"icmp6-timeexceeded": 3, "icmp6-parameterproblem": 4, "icmp6-echo": 128,
+	"icmp6-echoreply": 129, "icmp6-multicastlistenerquery": 130,
+	"icmp6-multicastlistenerreportv1": 131, "icmp6-multicastlistenerdone": 132,
+	"icmp6-routersolicit": 133, "icmp6-routeradvert": 134, "icmp6-neighborsolicit": 135,
+	"icmp6-neighboradvert": 136, "icmp6-redirect": 137, "icmp6-routerrenum": 138,
+	"icmp6-nodeinformationquery": 139, "icmp6-nodeinformationresponse": 140,
+	"icmp6-ineighbordiscoverysolicit": 141, "icmp6-ineighbordiscoveryadvert": 142,
+	"icmp6-multicastlistenerreportv2": 143, "icmp6-homeagentdiscoveryrequest": 144,
+	"icmp6-homeagentdiscoveryreply": 145, "icmp6-mobileprefixsolicit": 146,
+	"icmp6-mobileprefixadvert": 147, "icmp6-certpathsolicit": 148, "icmp6-certpathadvert": 149,
+	"icmp6-multicastrouteradvert": 151, "icmp6-multicastroutersolicit": 152,
+	"icmp6-multicastrouterterm": 153,
+	"tcpflags":                  13, "tcp-fin": 0x01, "tcp-syn": 0x02, "tcp-rst": 0x04, "tcp-push": 0x08,
+	"tcp-ack": 0x10, "tcp-urg": 0x20, "tcp-ece": 0x40, "tcp-cwr": 0x80,
+}
+
+// numberWord reads a word that libpcap's scanner makes a number: digits (see
+// parseNum) or one of the named numbers.
+func numberWord(w string) (uint32, bool) {
+	if v, ok := namedNumbers[w]; ok {
+		return v, true
+	}
+	return parseNum(w)
+}
+
+var ops1 = map[byte]tokKind{'(': tLParen, ')': tRParen, '/': tSlash, '!': tNot, '[': tLBrack, ']': tRBrack,
+	':': tColon, '+': tOp, '-': tOp, '*': tOp, '%': tOp, '&': tOp, '|': tOp, '^': tOp,
+	'<': tRel, '>': tRel, '=': tRel}
+
+// two-character operators, longest first as the scanner matches them.
+var ops2 = map[string]tokKind{">=": tRel, "<=": tRel, "!=": tRel, "==": tRel, "<<": tOp, ">>": tOp, "&&": tAnd, "||": tOr}
 
 func lex(expr string) ([]token, *SyntaxError) {
 	var toks []token
 	i := 0
 	for i < len(expr) {
 		c := expr[i]
+		if i+1 < len(expr) {
+			if k, ok := ops2[expr[i:i+2]]; ok {
+				toks = append(toks, token{k, expr[i : i+2], i})
+				i += 2
+				continue
+			}
+		}
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case c == '(':
-			toks = append(toks, token{tLParen, "(", i})
-			i++
-		case c == ')':
-			toks = append(toks, token{tRParen, ")", i})
-			i++
-		case c == '/':
-			toks = append(toks, token{tSlash, "/", i})
-			i++
-		case c == '!':
-			toks = append(toks, token{tNot, "!", i})
-			i++
-		case c == '&' || c == '|':
-			if i+1 >= len(expr) || expr[i+1] != c {
-				return nil, &SyntaxError{expr, i + 1, fmt.Sprintf("%q expected", string([]byte{c, c}))}
-			}
-			k := tAnd
-			if c == '|' {
-				k = tOr
-			}
-			toks = append(toks, token{k, expr[i : i+2], i})
-			i += 2
-		case isWordByte(c):
+		case isAlnum(c) || c == ':' && i+1 < len(expr) && expr[i+1] == ':':
 			j := i
+			colons := 0
 			for j < len(expr) && isWordByte(expr[j]) {
+				if expr[j] == ':' {
+					colons++
+				}
 				j++
 			}
 			w := expr[i:j]
+			if colons == 1 {
+				// "12:1" in tcp[12:1]: a number and the size, as
+				// libpcap's scanner has no word with a single colon.
+				w = w[:strings.IndexByte(w, ':')]
+			} else if colons >= 2 && j < len(expr) && expr[j] == '%' && j+1 < len(expr) && isAlnum(expr[j+1]) {
+				// An IPv6 zone, kept with the address so that the
+				// error names it.
+				for j++; j < len(expr) && isWordByte(expr[j]); j++ {
+				}
+				w = expr[i:j]
+			}
+			// As libpcap's scanner, a word does not end in "-" or "_":
+			// "len-" is len and a minus.
+			for len(w) > 1 && (w[len(w)-1] == '-' || w[len(w)-1] == '_') {
+				w = w[:len(w)-1]
+			}
 			t := token{tWord, w, i}
 			switch w {
 			case "and":
@@ -199,18 +311,26 @@ func lex(expr string) ([]token, *SyntaxError) {
 				t.kind = tNot
 			}
 			toks = append(toks, t)
-			i = j
+			i += len(w)
 		default:
-			return nil, &SyntaxError{expr, i + 1, fmt.Sprintf("unexpected character %q", c)}
+			k, ok := ops1[c]
+			if !ok {
+				return nil, &SyntaxError{expr, i + 1, fmt.Sprintf("unexpected character %q", c)}
+			}
+			toks = append(toks, token{k, expr[i : i+1], i})
+			i++
 		}
 	}
 	toks = append(toks, token{tEOF, "", len(expr)})
 	return toks, nil
 }
 
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
 func isWordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-		c == '.' || c == ':' || c == '-' || c == '_' || c == '%'
+	return isAlnum(c) || c == '.' || c == ':' || c == '-' || c == '_'
 }
 
 type parser struct {
@@ -237,6 +357,9 @@ func parse(expr string) (*node, error) {
 	if t := p.peek(); t.kind != tEOF {
 		if t.kind == tRParen {
 			return nil, p.errAt(t, "unbalanced \")\"")
+		}
+		if t.kind == tWord && unsupported[t.text] {
+			return nil, p.errAt(t, fmt.Sprintf("%q is not supported", t.text))
 		}
 		return nil, p.errAt(t, fmt.Sprintf("\"and\" or \"or\" expected before %q", t.text))
 	}
@@ -290,10 +413,49 @@ func (p *parser) startsID() bool {
 		case tLParen, tNot:
 			continue
 		case tWord:
-			return !keywords[t.text] && !unsupported[t.text]
+			if keywords[t.text] || unsupported[t.text] {
+				return false
+			}
+			// A number followed by an operator or a comparison
+			// begins an arithmetic comparison, not a value: "port 1
+			// or 2 > 1" is "port 1 or (2 > 1)", as in libpcap.
+			if _, ok := numberWord(t.text); ok {
+				k := j + 1
+				for k < len(p.toks) && p.toks[k].kind == tRParen {
+					k++
+				}
+				switch p.toks[k].kind {
+				case tOp, tRel, tSlash:
+					return false
+				}
+			}
+			return true
 		default:
 			return false
 		}
+	}
+	return false
+}
+
+// startsArith reports whether the tokens from the current one, past any
+// "(", begin an arithmetic expression.
+func (p *parser) startsArith() bool {
+	j := p.i
+	for p.toks[j].kind == tLParen {
+		j++
+	}
+	switch t := p.toks[j]; t.kind {
+	case tOp:
+		return t.text == "-"
+	case tWord:
+		if t.text == "len" || t.text == "length" {
+			return true
+		}
+		if _, ok := loadProtos[t.text]; ok {
+			return p.toks[j+1].kind == tLBrack
+		}
+		_, ok := numberWord(t.text)
+		return ok
 	}
 	return false
 }
@@ -318,23 +480,62 @@ func (p *parser) term(q qual) (*node, qual, error) {
 		}
 		return &node{op: opNot, l: x}, q2, nil
 	case tLParen:
-		p.next()
-		x, _, err := p.expr1(q)
-		if err != nil {
-			return nil, q, err
+		if p.startsArith() {
+			// "(" may open an arithmetic expression, "(len) > 1" or
+			// "(tcp[0] + 1) = 2", or an expression, "(tcp[0] = 1 or
+			// udp)": try the first, then the second.
+			save := p.i
+			n, aerr := p.relation()
+			if aerr == nil {
+				return n, qualNone, nil
+			}
+			p.i = save
+			x, q2, err := p.paren(q)
+			if err != nil {
+				if se, ok := err.(*SyntaxError); ok && aerr.Pos > se.Pos {
+					return nil, q, aerr
+				}
+				return nil, q, err
+			}
+			return x, q2, nil
 		}
-		if c := p.next(); c.kind != tRParen {
-			return nil, q, p.errAt(c, "\")\" expected")
+		return p.paren(q)
+	case tOp:
+		if t.text == "-" {
+			n, err := p.relation()
+			if err != nil {
+				return nil, q, err
+			}
+			return n, qualNone, nil
 		}
-		// libpcap: after "( expr )" a bare value inherits what it would
-		// have inherited before the parenthesis.
-		return x, q, nil
 	case tWord:
+		if p.startsArith() {
+			n, err := p.relation()
+			if err != nil {
+				return nil, q, err
+			}
+			return n, qualNone, nil
+		}
 		return p.primitive()
 	case tEOF:
 		return nil, q, p.errAt(t, "expression expected at the end")
 	}
 	return nil, q, p.errAt(t, fmt.Sprintf("unexpected %q", t.text))
+}
+
+// paren reads "(" expr ")".
+func (p *parser) paren(q qual) (*node, qual, error) {
+	p.next()
+	x, _, err := p.expr1(q)
+	if err != nil {
+		return nil, q, err
+	}
+	if c := p.next(); c.kind != tRParen {
+		return nil, q, p.errAt(c, "\")\" expected")
+	}
+	// libpcap: after "( expr )" a bare value inherits what it would
+	// have inherited before the parenthesis.
+	return x, q, nil
 }
 
 // id is a bare value with inherited qualifiers: a value, "not" id, or a
@@ -399,6 +600,31 @@ func (p *parser) primitive() (*node, qual, error) {
 		p.next()
 		hasProto = true
 		q.proto = map[string]protoQual{"ip": qIP, "ip6": qIP6, "tcp": qTCP, "udp": qUDP}[t.text]
+	case "icmp", "icmp6", "sctp", "arp", "rarp":
+		p.next()
+		if n := p.peek(); n.kind == tWord && (n.text == "src" || n.text == "dst" || n.text == "host" ||
+			n.text == "net" || n.text == "port" || n.text == "portrange") {
+			return nil, q, p.errAt(n, fmt.Sprintf("%q after %q is not supported (only %s alone, or %s[offset])", n.text, t.text, t.text, t.text))
+		}
+		k := map[string]primKind{"icmp": pICMP, "icmp6": pICMP6, "sctp": pSCTP, "arp": pARP, "rarp": pRARP}[t.text]
+		return &node{op: opPrim, prim: prim{kind: k, q: qualNone}}, qualNone, nil
+	case "ether", "link":
+		return nil, q, p.errAt(t, fmt.Sprintf("%q is supported only as %s[offset]", t.text, t.text))
+	case "len", "length":
+		return nil, q, p.errAt(t, fmt.Sprintf("%q is only for comparisons, such as len > 100", t.text))
+	case "less", "greater":
+		// libpcap takes a plain number here, no parentheses.
+		p.next()
+		v := p.next()
+		n, ok := numberWord(v.text)
+		if v.kind != tWord || !ok {
+			return nil, q, p.errAt(v, "a length expected")
+		}
+		pr := prim{kind: pLen, q: qualNone, p1: n, lenJmp: bpfJGE}
+		if t.text == "less" {
+			pr.lenJmp = bpfJGT
+		}
+		return &node{op: opPrim, prim: pr}, qualNone, nil
 	case "vlan":
 		p.next()
 		id := -1
@@ -463,7 +689,7 @@ func (p *parser) primitive() (*node, qual, error) {
 		}
 		switch {
 		case unsupported[t.text]:
-			return nil, q, p.errAt(t, fmt.Sprintf("%q is not supported (the subset: host, net, port, portrange, src, dst, ip, ip6, tcp, udp, vlan, and, or, not)", t.text))
+			return nil, q, p.errAt(t, fmt.Sprintf("%q is not supported (the subset: host, net, port, portrange, src, dst, ip, ip6, tcp, udp, icmp, icmp6, sctp, arp, rarp, vlan, less, greater, proto[offset] comparisons, and, or, not)", t.text))
 		case keywords[t.text]:
 			return nil, q, p.errAt(t, fmt.Sprintf("unexpected %q", t.text))
 		}
@@ -517,7 +743,7 @@ func (p *parser) number(what string) (uint32, error) {
 	if t.kind != tWord {
 		return 0, p.errAt(t, what+" expected")
 	}
-	n, ok := parseNum(t.text)
+	n, ok := numberWord(t.text)
 	if !ok {
 		return 0, p.errAt(t, what+" expected")
 	}
@@ -557,7 +783,7 @@ func (p *parser) value(q qual) (*node, error) {
 	}
 	switch q.addr {
 	case qPort:
-		n, ok := parseNum(t.text)
+		n, ok := numberWord(t.text)
 		if !ok {
 			return nil, p.errAt(t, "port number expected")
 		}
@@ -706,4 +932,196 @@ func parseIPv4(s string) (v uint32, parts int, ok bool) {
 		v = v<<8 | n
 	}
 	return v, len(fs), true
+}
+
+// relation reads "arith relop arith".
+func (p *parser) relation() (*node, *SyntaxError) {
+	first := p.peek()
+	l, err := p.arith(0)
+	if err != nil {
+		return nil, err
+	}
+	t := p.peek()
+	if t.kind != tRel {
+		if l.kind == aNum && first.kind == tWord {
+			return nil, p.errAt(first, fmt.Sprintf("%q needs a qualifier such as host, net or port before it, or a comparison after it", first.text))
+		}
+		if t.kind == tEOF {
+			return nil, p.errAt(t, "a comparison such as = or > expected at the end")
+		}
+		return nil, p.errAt(t, fmt.Sprintf("a comparison such as = or > expected before %q", t.text))
+	}
+	p.next()
+	r, err := p.arith(0)
+	if err != nil {
+		return nil, err
+	}
+	rel := &relation{l: l, r: r}
+	switch t.text {
+	case ">":
+		rel.code = bpfJGT
+	case ">=":
+		rel.code = bpfJGE
+	case "=", "==":
+		rel.code = bpfJEQ
+	case "<=":
+		rel.code, rel.reversed = bpfJGT, true
+	case "<":
+		rel.code, rel.reversed = bpfJGE, true
+	case "!=":
+		rel.code, rel.reversed = bpfJEQ, true
+	}
+	return &node{op: opPrim, prim: prim{kind: pRel, q: qualNone, rel: rel}}, nil
+}
+
+// binPrec is the precedence of a binary operator, as libpcap's grammar
+// declares it (| lowest, then &, shifts, + and -, * and /); 0 for what is
+// not one. "%" and "^" have none there, so yacc shifts them: see unary.
+func binPrec(t token) int {
+	switch {
+	case t.kind == tSlash:
+		return 5
+	case t.kind != tOp:
+		return 0
+	}
+	switch t.text {
+	case "|":
+		return 1
+	case "&":
+		return 2
+	case "<<", ">>":
+		return 3
+	case "+", "-":
+		return 4
+	case "*":
+		return 5
+	}
+	return 0
+}
+
+var aluOps = map[string]int32{"+": bpfADD, "-": bpfSUB, "*": bpfMUL, "/": bpfDIV, "%": bpfMOD,
+	"&": bpfAND, "|": bpfOR, "^": bpfXOR, "<<": bpfLSH, ">>": bpfRSH}
+
+// arith reads operators of at least precedence min, from the left.
+func (p *parser) arith(min int) (*arith, *SyntaxError) {
+	x, err := p.unary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := p.peek()
+		prec := binPrec(t)
+		if prec == 0 || prec < min {
+			return x, nil
+		}
+		p.next()
+		y, err := p.arith(prec + 1)
+		if err != nil {
+			return nil, err
+		}
+		if x, err = p.binop(t, x, y); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// unary reads "-" unary, or an operand. libpcap's grammar gives "%" and "^"
+// no precedence, so its parser always shifts them: the operand just read
+// is their left side and all that follows their right side ("len % 3 + 1"
+// is "len % (3 + 1)", "len + 3 % 2" is "len + (3 % 2)").
+func (p *parser) unary() (*arith, *SyntaxError) {
+	if t := p.peek(); t.kind == tOp && t.text == "-" {
+		p.next()
+		x, err := p.unary()
+		if err != nil {
+			return nil, err
+		}
+		return &arith{kind: aNeg, x: x}, nil
+	}
+	x, err := p.operand()
+	if err != nil {
+		return nil, err
+	}
+	if t := p.peek(); t.kind == tOp && (t.text == "%" || t.text == "^") {
+		p.next()
+		y, err := p.arith(0)
+		if err != nil {
+			return nil, err
+		}
+		return p.binop(t, x, y)
+	}
+	return x, nil
+}
+
+// binop makes x op y, refusing what libpcap refuses when it generates the
+// code: a division, modulus or shift whose right side starts with a
+// constant 0 (or, for a shift, more than 31). libpcap looks at the first
+// instruction of the right side only, so "len / (0 + 5)" is refused too.
+func (p *parser) binop(t token, x, y *arith) (*arith, *SyntaxError) {
+	op := aluOps[t.text]
+	first := y
+	for first.kind == aBin || first.kind == aNeg || first.kind == aLoad {
+		first = first.x
+	}
+	if first.kind == aNum {
+		switch {
+		case op == bpfDIV && first.v == 0:
+			return nil, p.errAt(t, "division by zero")
+		case op == bpfMOD && first.v == 0:
+			return nil, p.errAt(t, "modulus by zero")
+		case (op == bpfLSH || op == bpfRSH) && first.v > 31:
+			return nil, p.errAt(t, "shift by more than 31 bits")
+		}
+	}
+	return &arith{kind: aBin, op: op, x: x, y: y}, nil
+}
+
+// operand reads a number, len, proto[offset] or proto[offset:size], or a
+// parenthesised arithmetic expression.
+func (p *parser) operand() (*arith, *SyntaxError) {
+	t := p.next()
+	switch t.kind {
+	case tLParen:
+		x, err := p.arith(0)
+		if err != nil {
+			return nil, err
+		}
+		if c := p.next(); c.kind != tRParen {
+			return nil, p.errAt(c, "\")\" expected")
+		}
+		return x, nil
+	case tWord:
+		if t.text == "len" || t.text == "length" {
+			return &arith{kind: aLen}, nil
+		}
+		if v, ok := numberWord(t.text); ok {
+			return &arith{kind: aNum, v: v}, nil
+		}
+		lp, ok := loadProtos[t.text]
+		if !ok || p.peek().kind != tLBrack {
+			break
+		}
+		p.next()
+		off, err := p.arith(0)
+		if err != nil {
+			return nil, err
+		}
+		size := int32(bpfB)
+		if c := p.peek(); c.kind == tColon {
+			p.next()
+			s := p.next()
+			n, ok := numberWord(s.text)
+			if s.kind != tWord || !ok || n != 1 && n != 2 && n != 4 {
+				return nil, p.errAt(s, "data size must be 1, 2, or 4")
+			}
+			size = map[uint32]int32{1: bpfB, 2: bpfH, 4: bpfW}[n]
+		}
+		if c := p.next(); c.kind != tRBrack {
+			return nil, p.errAt(c, "\"]\" expected")
+		}
+		return &arith{kind: aLoad, proto: lp, size: size, x: off}, nil
+	case tEOF:
+		return nil, p.errAt(t, "a number, len or proto[offset] expected at the end")
+	}
+	return nil, p.errAt(t, fmt.Sprintf("a number, len or proto[offset] expected, not %q", t.text))
 }

@@ -48,7 +48,9 @@ func compileTree(expr string, tree *node, link layers.LinkType, snaplen int) (*P
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", expr, err)
 	}
-	optimize(&root)
+	if err := optimize(&root); err != nil {
+		return nil, fmt.Errorf("filter %q: %w", expr, err)
+	}
 	p := &Program{expr: expr, link: link, raw: emit(root)}
 	if err := validate(p.raw); err != nil {
 		return nil, fmt.Errorf("filter %q: internal error: %w", expr, err) // a bug here
@@ -266,15 +268,22 @@ type compiled struct {
 
 // New parses expr (tcpdump syntax, the subset this package supports) and
 // returns a Filter that compiles it per link type. Syntax errors are
-// reported here, as *SyntaxError; a link type the expression cannot be
-// compiled for (vlan on Linux cooked captures) is reported by Program and
-// Errors. Its programs return DefaultSnaplen (see WithSnaplen).
+// reported here, as *SyntaxError, and so is what the compiler refuses for
+// every link type (a division by zero that only folding constants finds,
+// an arithmetic expression too deep for the scratch memory), found by
+// compiling for Ethernet; a link type the expression cannot be compiled
+// for (vlan on Linux cooked captures) is reported by Program and Errors.
+// Its programs return DefaultSnaplen (see WithSnaplen).
 func New(expr string) (*Filter, error) {
 	tree, err := parse(expr)
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{expr: expr, tree: tree}, nil
+	f := &Filter{expr: expr, tree: tree}
+	if _, err := f.Program(layers.LinkTypeEthernet); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // NewRaw returns a Filter that runs the given program (from ParseRaw, for

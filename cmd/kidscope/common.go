@@ -51,7 +51,7 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 		"most 1900-byte pages of out-of-order data held in total; over it, waiting data is given up as a gap; scales with --memory-limit")
 	fl.IntVar(&f.maxConnPages, "max-buffer-per-connection", dflt.pagesPerConn,
 		"most 1900-byte pages of out-of-order data held for one connection; over it, its waiting data is given up as a gap; scales with --memory-limit")
-	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, ip, ip6, vlan, and/or/not, parentheses)")
+	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, udp, ip, ip6, icmp, vlan, less, greater, tcp[13] & 2 != 0 and other byte comparisons, and/or/not, parentheses)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
 	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
 	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "",
