@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -146,7 +145,7 @@ what a cap leaves out is counted in the report.`,
 			}
 			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
 			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
-				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout())})
+				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd, cmd.OutOrStdout())})
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
@@ -161,12 +160,4 @@ what a cap leaves out is counted in the report.`,
 	in.registerWorkers(cmd)
 	rf.register(cmd)
 	return cmd
-}
-
-// colorWanted: colour only on a terminal, and never with NO_COLOR set.
-func colorWanted(w any) bool {
-	if _, set := os.LookupEnv("NO_COLOR"); set {
-		return false
-	}
-	return isTerminal(w)
 }

@@ -35,6 +35,7 @@ type liveFlags struct {
 	metricsAddr  string
 	idle         time.Duration
 	noStatus     bool
+	quiet        bool
 	libpcap      bool
 	debugPprof   bool
 }
@@ -47,11 +48,16 @@ func newLiveCmd() *cobra.Command {
 		Use:   "live -i IFACE",
 		Short: "Capture live on an interface, print findings as they happen, and the report when it stops",
 		Long: `live captures on a network interface (AF_PACKET, pure Go; root or CAP_NET_RAW), decodes
-Kafka and prints each finding as it is made: a line of text on a terminal, an ndjson
-"finding" object when -o ndjson or when standard output is not a terminal. A status line
-(packets, connections, findings, kernel drops) is kept on stderr on a terminal. It stops on
-Ctrl-C (SIGINT/SIGTERM), after --duration or --count, and then prints the full report of
-analyze. --write saves what it captured as pcapng for a later analyze.
+Kafka and prints each finding as it is made, and the full report of analyze when it stops
+(Ctrl-C or SIGTERM, --duration, --count). --write saves what it captured as pcapng for a
+later analyze.
+
+Standard output holds one format only. With -o ndjson (the default when standard output is
+not a terminal) the findings stream there as "finding" objects and the rest of the report
+follows as objects of the same stream. With a document format (table, the default on a
+terminal, json, csv, markdown) standard output holds the document alone, written when live
+stops, and each finding is a line of text on stderr as it is made (none with -q). A status
+line (packets, connections, findings, kernel drops) is kept on stderr on a terminal.
 
 The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
 created new with mode 0600, never through a symbolic link, and an existing file is refused
@@ -82,6 +88,7 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
+	fl.BoolVarP(&lf.quiet, "quiet", "q", false, "no finding lines on stderr while live runs (with a document format; the report at the end lists them)")
 	fl.BoolVar(&lf.libpcap, "libpcap", false, "capture through libpcap (only in binaries built with -tags libpcap)")
 	fl.BoolVar(&lf.debugPprof, "debug-pprof", false, "also serve Go's profiler under /debug/pprof/ on --metrics-addr")
 	_ = fl.MarkHidden("debug-pprof")
@@ -180,7 +187,13 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
-	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
+	status := newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
+	// ndjson is a stream: its finding objects and the report's objects
+	// after them are one stream on stdout. Every other format is one
+	// document, which nothing else may precede on stdout (a json.load of
+	// it would fail): the findings go to stderr as text as they are made.
+	streamOut := in.output == "ndjson"
+	textColor := colorWanted(cmd, os.Stderr)
 	var metrics *liveMetrics
 	if lf.metricsAddr != "" {
 		if metrics, err = startMetrics(lf.metricsAddr, lf.debugPprof); err != nil {
@@ -203,11 +216,13 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if rec != nil {
 			files = rec.Files()
 		}
-		status.clear()
-		if in.output == "ndjson" {
+		switch {
+		case streamOut:
 			_ = report.WriteFindingLine(stdout, files, f, form)
-		} else if f.Severity > rules.Info || rf.verbose {
-			fmt.Fprintln(stdout, report.FormatFindingText(files, f, colorWanted(stdout)))
+		case lf.quiet:
+		case f.Severity > rules.Info || rf.verbose:
+			status.clear()
+			fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
 		}
 	}
 	opt.OnTick = func(p pipeline.Progress) {
@@ -237,7 +252,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	sum.Interrupted = false
 	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
-		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson"})
+		Color: colorWanted(cmd, stdout), OmitFindings: streamOut})
 	if err != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 	}

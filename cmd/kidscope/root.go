@@ -60,6 +60,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 			}
 		}
 	}
+	registerColor(root)
 	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
 	return root, writeProfiles
 }
