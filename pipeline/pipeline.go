@@ -200,6 +200,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		return runParallel(ctx, opt, files, d)
 	}
 	gate := reassembly.NewGate(opt.Reassembly)
+	tally := newPortTally(&opt)
 	w := newWorker(&opt, opt.Reassembly.Gated(), 1, d)
 	asm := w.asm
 	if files != nil && w.keys != nil {
@@ -263,6 +264,9 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 			return sum, err
 		}
 		note(&sum, &p)
+		if tally.add(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)) {
+			tally.probe(uint16(p.TCP.DstPort), p.TCP.Payload)
+		}
 		if gate.AdmitTCP(&p) {
 			asm.Add(&p)
 		}
@@ -271,6 +275,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
 	sum.Reassembly.Add(gate.Stats())
+	tally.fill(&sum)
 	if files != nil {
 		sum.Problems = files.Problems()
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -17,8 +18,9 @@ type ruleFlags struct {
 	rules       []string
 	skipRules   []string
 	minSeverity string
-	failOn      string
-	verbose     bool
+	failOn       string
+	verbose      bool
+	requireKafka bool
 }
 
 func (f *ruleFlags) register(cmd *cobra.Command) {
@@ -29,6 +31,7 @@ func (f *ruleFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.minSeverity, "min-severity", "info", "report findings of this severity or higher: info, warning, error")
 	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding of this severity or higher exists: info, warning, error, never")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show info findings in the table too")
+	fl.BoolVar(&f.requireKafka, "require-kafka", false, "exit 2 when no Kafka message was decoded (a wrong --port, a capture of something else): nothing was checked")
 }
 
 // ruleChoice is the parsed form of ruleFlags.
@@ -95,6 +98,22 @@ func (rc *ruleChoice) failing(res *rules.Result) bool {
 	return !rc.failNone && rc.filter.Failing(res, rc.failOn)
 }
 
+// exitCode is the code the findings and --require-kafka make (finalStatus
+// then weighs input problems and interruption): a finding at or above
+// --fail-on, 1; else no Kafka decoded with --require-kafka, 2, the code
+// of an input that could not be checked. It says on stderr what a run
+// without Kafka saw instead, flag or not.
+func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassembly.Ports) int {
+	none := warnNoKafka(&run.Summary, ports)
+	switch {
+	case rc.failing(&run.Rules):
+		return exitFindings
+	case none && f.requireKafka:
+		return exitBadInput
+	}
+	return exitOK
+}
+
 func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
@@ -107,7 +126,9 @@ rules (KIP-1313), telemetry ID mismatches (KIP-714) and group member-ID mistakes
 (KIP-394, KIP-1082), with the evidence to check them in Wireshark.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it (even when an
-input could not be read to its end); 2 bad usage or unreadable input; 130 interrupted.
+input could not be read to its end); 2 bad usage, unreadable input, or no Kafka decoded
+with --require-kafka; 130 interrupted. A run that decoded no Kafka says on stderr what it
+saw instead (the busiest TCP ports, and which look like Kafka).
 
 Memory: --memory-limit is one budget; the caps not given (--max-connections, --max-buffer,
 --max-resync-buffer, --max-body-buffer, and what the report keeps) take shares of it, and
@@ -149,11 +170,7 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
-			code := exitOK
-			if choice.failing(&run.Rules) {
-				code = exitFindings
-			}
-			return finalStatus(&run.Summary, code)
+			return finalStatus(&run.Summary, rf.exitCode(&choice, &run, opt.Reassembly.Ports))
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown")

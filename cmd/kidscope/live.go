@@ -259,11 +259,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if sum.Capture.KernelDrops > 0 {
 		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
 	}
-	code := exitOK
-	if choice.failing(&run.Rules) {
-		code = exitFindings
-	}
-	return finalStatus(sum, code)
+	return finalStatus(sum, rf.exitCode(&choice, &run, opt.Reassembly.Ports))
 }
 
 // writeError says how to get past a --write file that exists.
