@@ -27,11 +27,11 @@ type liveFlags struct {
 	duration     time.Duration
 	count        int64
 	write        string
-	writeMaxSize int64
+	writeMaxSize *sizeValue
 	force        bool
 	user         string
-	ringMB       int
-	snaplen      int
+	ringSize     *sizeValue
+	snaplen      *sizeValue
 	metricsAddr  string
 	idle         time.Duration
 	noStatus     bool
@@ -80,11 +80,12 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.DurationVar(&lf.duration, "duration", 0, "stop after this long (e.g. 10m)")
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
-	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	lf.writeMaxSize, lf.ringSize, lf.snaplen = newSize("0", 1), newSize("64", 1<<20), newSize("262144", 1)
+	fl.Var(lf.writeMaxSize, "write-max-size", "rotate the --write file at this size (1GB, 500MiB; x.pcapng, x-2.pcapng, …; 0: never)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
-	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
-	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
+	fl.Var(lf.ringSize, "ring-size", "kernel ring buffer (a plain number is MiB: 64, 64MiB, 1GiB)")
+	fl.Var(lf.snaplen, "snaplen", "bytes kept of each frame (262144, 256KiB)")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
@@ -111,7 +112,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		// root), and followed as clients append their keys.
 		follow, err := newKeyLogFollower(in.tlsKeylogs)
 		if err != nil {
-			return usageError(err)
+			return inputError(err)
 		}
 		defer follow.close()
 		opt.TLSMore = follow.more
@@ -128,7 +129,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if !report.ValidAnalyzeFormat(in.output) {
 		return usageError(fmt.Errorf("-o %q: live writes table, json, ndjson, csv or markdown", in.output))
 	}
-	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports, lf.snaplen)
+	snaplen, ringMB, err := lf.sizes()
+	if err != nil {
+		return usageError(err)
+	}
+	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports, snaplen)
 	if err != nil {
 		return usageError(err)
 	}
@@ -142,9 +147,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		return usageError(err)
 	}
 	rotateIn := ""
-	if lf.write != "" && lf.writeMaxSize > 0 && plan != nil {
+	if lf.write != "" && lf.writeMaxSize.n > 0 && plan != nil {
 		if err := plan.rotationCheck(lf.write); err != nil {
-			return usageError(err)
+			return inputError(err)
 		}
 		rotateIn = filepath.Dir(lf.write)
 	}
@@ -153,11 +158,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
-		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {
+		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 	}
-	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
+	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: snaplen, RingMB: ringMB,
 		Filter: kfilter, Record: rec, Libpcap: lf.libpcap})
 	if err != nil {
 		if rec != nil {
@@ -198,7 +203,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if lf.metricsAddr != "" {
 		if metrics, err = startMetrics(lf.metricsAddr, lf.debugPprof); err != nil {
 			src.Close()
-			return usageError(err)
+			return inputError(err)
 		}
 		defer metrics.close()
 		sink.onEvent = metrics.event
@@ -260,6 +265,24 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
 	}
 	return finalStatus(sum, rf.exitCode(&choice, &run, opt.Reassembly.Ports))
+}
+
+// sizes checks --snaplen and --ring-size (MiB for the capture) against
+// what the kernel takes. 0 is the default of each, as tcpdump -s 0 is.
+func (lf *liveFlags) sizes() (snaplen, ringMB int, err error) {
+	if lf.snaplen.n == 0 {
+		lf.snaplen.n = 262144
+	}
+	if lf.ringSize.n == 0 {
+		lf.ringSize.n = 64 << 20
+	}
+	if n := lf.snaplen.n; n > 1<<30 {
+		return 0, 0, fmt.Errorf("--snaplen %q: want 1 B to 1GiB", lf.snaplen.text)
+	}
+	if n := lf.ringSize.n; n > 1<<40 || n%(1<<20) != 0 {
+		return 0, 0, fmt.Errorf("--ring-size %q: want a whole number of MiB, up to 1TiB", lf.ringSize.text)
+	}
+	return int(lf.snaplen.n), int(lf.ringSize.n >> 20), nil
 }
 
 // writeError says how to get past a --write file that exists.
