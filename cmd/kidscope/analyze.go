@@ -14,10 +14,10 @@ import (
 
 // ruleFlags are the flags that choose rules and severities.
 type ruleFlags struct {
-	profile     string
-	rules       []string
-	skipRules   []string
-	minSeverity string
+	profile      string
+	rules        []string
+	skipRules    []string
+	minSeverity  string
 	failOn       string
 	verbose      bool
 	requireKafka bool
