@@ -457,11 +457,14 @@ func (rd *dealer) run() {
 		seq++
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		hlen := int(seg.Fixed[12]>>4) * 4
-		if rd.tally.add(src, dst, seg.Fixed[13], max(seg.Len()-hlen, 0)) {
-			// Copied out of the mapping: a few per port at most.
-			if b, err := seg.Bytes(&probeBuf); err == nil && len(b) > hlen {
-				rd.tally.probe(dst, b[hlen:])
+		if other, probe := rd.tally.see(src, dst, seg.Fixed[13], max(seg.Len()-hlen, 0)); other {
+			if probe {
+				// Copied out of the mapping: a few per port at most.
+				if b, err := seg.Bytes(&probeBuf); err == nil && len(b) > hlen {
+					rd.tally.probe(dst, b[hlen:])
+				}
 			}
+			rd.tally.count(src, dst)
 		}
 		// Connections are admitted here, in capture order, so that which
 		// are analysed does not depend on the workers.

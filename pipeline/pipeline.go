@@ -264,8 +264,11 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 			return sum, err
 		}
 		note(&sum, &p)
-		if tally.add(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)) {
-			tally.probe(uint16(p.TCP.DstPort), p.TCP.Payload)
+		if other, probe := tally.see(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)); other {
+			if probe {
+				tally.probe(uint16(p.TCP.DstPort), p.TCP.Payload)
+			}
+			tally.count(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort))
 		}
 		if gate.AdmitTCP(&p) {
 			asm.Add(&p)

@@ -67,12 +67,13 @@ func newPortTally(opt *Options) *portTally {
 func bit(set *[1024]uint64, p uint16) bool { return set[p/64]&(1<<(p%64)) != 0 }
 func mark(set *[1024]uint64, p uint16)     { set[p/64] |= 1 << (p % 64) }
 
-// add counts a packet between these ports with these TCP flags and n
-// bytes of payload. It reports whether the payload should be probed for
-// Kafka: then the caller hands it to probe.
-func (t *portTally) add(src, dst uint16, flags byte, n int) bool {
+// see notes a packet between these ports with these TCP flags and n
+// bytes of payload. counted says it is on no broker port: the caller then
+// calls count, after probe when probe is set (the payload may show which
+// port is the server's).
+func (t *portTally) see(src, dst uint16, flags byte, n int) (counted, probe bool) {
 	if t.ports.Auto || t.ports.Has(src) || t.ports.Has(dst) {
-		return false
+		return false, false
 	}
 	if t.t == nil {
 		t.t = new(portTables)
@@ -84,8 +85,16 @@ func (t *portTally) add(src, dst uint16, flags byte, n int) bool {
 	case flags&(tcpSYN|tcpACK) == tcpSYN|tcpACK:
 		mark(&tb.server, src)
 	}
-	// A packet counts for its server's port; without a handshake seen,
-	// for the lower port, where servers mostly listen.
+	// A server's answers are not probed: a response can start like a
+	// request, and would name the client's port.
+	return true, n > 0 && !bit(&tb.server, src) && !bit(&tb.kafka, dst) && tb.probes[dst] < maxProbes
+}
+
+// count counts a packet that see counted, for its server's port; with no
+// handshake or request seen, for the lower port, where servers mostly
+// listen.
+func (t *portTally) count(src, dst uint16) {
+	tb := t.t
 	port := min(src, dst)
 	switch {
 	case bit(&tb.server, dst):
@@ -96,9 +105,6 @@ func (t *portTally) add(src, dst uint16, flags byte, n int) bool {
 	if tb.packets[port] != ^uint32(0) {
 		tb.packets[port]++
 	}
-	// A server's answers are not probed: a response can start like a
-	// request, and would name the client's port.
-	return n > 0 && !bit(&tb.server, src) && !bit(&tb.kafka, dst) && tb.probes[dst] < maxProbes
 }
 
 // probe looks at the start of a payload sent to dst.
