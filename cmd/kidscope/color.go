@@ -37,7 +37,7 @@ func registerColor(root *cobra.Command) {
 // always wins over NO_COLOR, as no-color.org asks of a command-line flag.
 func colorWanted(cmd *cobra.Command, w any) bool {
 	when := "auto"
-	if f := cmd.Flags().Lookup("color"); f != nil {
+	if f := cmd.Flag("color"); f != nil {
 		when = f.Value.String()
 	}
 	switch when {

@@ -9,10 +9,18 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
-// fixed completes a flag's value from a fixed list, and never with file
-// names.
+// fixed completes a flag's value from a fixed list (the choices that
+// start with what is typed), and never with file names.
 func fixed(choices ...string) cobra.CompletionFunc {
-	return cobra.FixedCompletions(choices, cobra.ShellCompDirectiveNoFileComp)
+	return func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, c := range choices {
+			if strings.HasPrefix(c, prefix) {
+				out = append(out, c)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // ruleIDs completes rule IDs, with the rule's description beside each
@@ -34,14 +42,19 @@ func ruleIDs(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, c
 }
 
 // interfaces completes -i with the host's interfaces, and any.
-func interfaces(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	out := []cobra.Completion{cobra.CompletionWithDesc("any", "every interface")}
+func interfaces(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	if strings.HasPrefix("any", prefix) {
+		out = append(out, cobra.CompletionWithDesc("any", "every interface"))
+	}
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	for _, i := range ifs {
-		out = append(out, i.Name)
+		if strings.HasPrefix(i.Name, prefix) {
+			out = append(out, i.Name)
+		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
