@@ -13,7 +13,7 @@ import (
 // error that says what is missing when there is neither.
 func readsFiles(cmd *cobra.Command) *cobra.Command {
 	var read []string
-	cmd.Flags().StringArrayVarP(&read, "read-file", "r", nil, "a capture file to read, as tcpdump -r and tshark -r take it (repeatable; the same as a FILE argument)")
+	cmd.Flags().StringArrayVarP(&read, "read-file", "r", nil, "a capture `FILE` to read, as tcpdump -r and tshark -r take it (repeatable; the same as a FILE argument)")
 	_ = cmd.MarkFlagFilename("read-file")
 	cmd.Use = cmd.Name() + " [flags] FILE..."
 	cmd.Args = func(c *cobra.Command, args []string) error {
