@@ -102,9 +102,9 @@ func (rc *ruleChoice) failing(res *rules.Result) bool {
 // then weighs input problems and interruption): a finding at or above
 // --fail-on, 1; else no Kafka decoded with --require-kafka, 2, the code
 // of an input that could not be checked. It says on stderr what a run
-// without Kafka saw instead, flag or not.
-func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassembly.Ports) int {
-	none := warnNoKafka(&run.Summary, ports)
+// without Kafka saw instead, flag or not (kernel: as warnNoKafka).
+func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassembly.Ports, kernel string) int {
+	none := warnNoKafka(&run.Summary, ports, kernel)
 	switch {
 	case rc.failing(&run.Rules):
 		return exitFindings
@@ -170,7 +170,7 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
-			return finalStatus(&run.Summary, rf.exitCode(&choice, &run, opt.Reassembly.Ports))
+			return finalStatus(&run.Summary, rf.exitCode(&choice, &run, opt.Reassembly.Ports, ""))
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown")

@@ -133,7 +133,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
-	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports, snaplen)
+	kfilter, kernelText, err := kernelFilter(opt.Filter, in, opt.Reassembly.Ports, snaplen)
 	if err != nil {
 		return usageError(err)
 	}
@@ -264,7 +264,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if sum.Capture.KernelDrops > 0 {
 		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
 	}
-	return finalStatus(sum, rf.exitCode(&choice, &run, opt.Reassembly.Ports))
+	return finalStatus(sum, rf.exitCode(&choice, &run, opt.Reassembly.Ports, kernelText))
 }
 
 // sizes checks --snaplen and --ring-size (MiB for the capture) against
@@ -312,16 +312,22 @@ func (s *liveSink) Event(c *pipeline.Conn, e *decode.Event) {
 func (s *liveSink) Closed(*pipeline.Conn) {}
 
 // kernelFilter is the filter live runs in the kernel: --filter or
-// --bpf-raw, else TCP on the broker ports. A match returns snaplen, the
-// bytes the kernel keeps of the frame (a --bpf-raw program says its own).
-func kernelFilter(flt *filter.Filter, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
+// --bpf-raw, else TCP on the broker ports, and its text. A match returns
+// snaplen, the bytes the kernel keeps of the frame (a --bpf-raw program
+// says its own).
+func kernelFilter(flt *filter.Filter, in *inputFlags, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), string, error) {
+	text := in.filter
+	if in.bpfRaw != "" {
+		text = "--bpf-raw"
+	}
 	if flt == nil {
+		text = filter.Default(ports.List())
 		var err error
-		if flt, err = filter.New(filter.Default(ports.List())); err != nil {
-			return nil, err
+		if flt, err = filter.New(text); err != nil {
+			return nil, "", err
 		}
 	}
-	return flt.WithSnaplen(snaplen).RawFor, nil
+	return flt.WithSnaplen(snaplen).RawFor, text, nil
 }
 
 // statusLine keeps one line of status at the bottom of a terminal.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -106,4 +107,24 @@ func TestLiveOutputStreams(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLiveNoKafka: live stopping with no Kafka decoded says so, naming the
+// filter the kernel ran, and --require-kafka makes that exit 2; stdout is
+// still the document alone.
+func TestLiveNoKafka(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("live capture needs root (or CAP_NET_RAW); CI runs as root")
+	}
+	port := freePort(t) // nothing listens there, nothing is sent there
+	out, errOut, code := runKidscope(t, "live", "-i", "lo", "-p", fmt.Sprint(port), "--duration", "1s", "-o", "json", "--require-kafka")
+	want := fmt.Sprintf("kidscope: no Kafka decoded: no packet matched the capture filter %q (-p or --filter widen it)\n", filter.Default([]uint16{uint16(port)}))
+	// The socket takes packets from its bind until the filter is
+	// attached: other tests' loopback traffic may then come in, and be
+	// counted as off the broker port.
+	other := fmt.Sprintf("none on broker port %d", port)
+	if code != 2 || errOut != want && (!strings.HasPrefix(errOut, "kidscope: no Kafka decoded: ") || !strings.Contains(errOut, other) || strings.Count(errOut, "\n") != 1) {
+		t.Errorf("live on an idle port: exit %d, stderr %q; want 2, %q", code, errOut, want)
+	}
+	checkFormat(t, "live -o json", "json", out)
 }

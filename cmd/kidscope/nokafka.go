@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/result"
 )
 
@@ -16,12 +17,19 @@ func noKafka(sum *result.Summary) bool { return sum.Requests+sum.Responses == 0 
 
 // warnNoKafka says on stderr, in one line, what a run that decoded no
 // Kafka saw instead, so that a wrong --port does not pass for a clean
-// capture. It returns whether there was no Kafka.
-func warnNoKafka(sum *result.Summary, ports reassembly.Ports) bool {
+// capture. It returns whether there was no Kafka. kernel is the filter a
+// live capture ran in the kernel ("" for files).
+func warnNoKafka(sum *result.Summary, ports reassembly.Ports, kernel string) bool {
 	if !noKafka(sum) {
 		return false
 	}
-	fmt.Fprintln(os.Stderr, "kidscope:", noKafkaLine(sum, ports))
+	line := noKafkaLine(sum, ports)
+	if kernel != "" && sum.Capture.Packets == 0 {
+		// The kernel kept every other packet from live: there is
+		// nothing to count.
+		line = fmt.Sprintf("no Kafka decoded: no packet matched the capture filter %q (-p or --filter widen it)", kernel)
+	}
+	fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(line))
 	return true
 }
 
