@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kidscope/kidscope/capture/filter"
 )
 
 // findingsMade scrapes live's metrics for the findings it has made.
