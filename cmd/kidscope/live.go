@@ -223,6 +223,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		}
 		switch {
 		case streamOut:
+			status.clear() // a terminal shows stdout and stderr on one screen
 			_ = report.WriteFindingLine(stdout, files, f, form)
 		case lf.quiet:
 		case f.Severity > rules.Info || rf.verbose:
