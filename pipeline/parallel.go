@@ -233,6 +233,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 				sum.TLSKeysNotKept = max(sum.TLSKeysNotKept, pt.keysLost)
 			}
 			sum.Reassembly.Add(rd.gate.Stats())
+			rd.tally.fill(sum)
 			sum.Problems = files.Problems()
 			if opt.OnTick != nil {
 				tick(c.stats)
@@ -396,8 +397,9 @@ type dealer struct {
 	work  []chan *part
 	// sum keeps what Summary.note does, and gate the connections it
 	// admits, read by the merger after the last chunk.
-	sum  result.Summary
-	gate *reassembly.Gate
+	sum   result.Summary
+	gate  *reassembly.Gate
+	tally *portTally
 }
 
 func (rd *dealer) run() {
@@ -429,6 +431,8 @@ func (rd *dealer) run() {
 	}
 	clock := reassembly.NewFlushClock(rd.opt.Reassembly.Ports)
 	rd.gate = reassembly.NewGate(rd.opt.Reassembly)
+	rd.tally = newPortTally(&rd.opt)
+	var probeBuf []byte
 	var p capture.Packet
 	var seq int64
 	packets, tcpBytes := 0, 0
@@ -456,9 +460,19 @@ func (rd *dealer) run() {
 		note(&rd.sum, &p)
 		seq++
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
+		hlen := int(seg.Fixed[12]>>4) * 4
+		if other, probe := rd.tally.see(src, dst, seg.Fixed[13], max(seg.Len()-hlen, 0)); other {
+			if probe {
+				// Copied out of the mapping: a few per port at most.
+				if b, err := seg.Bytes(&probeBuf); err == nil && len(b) > hlen {
+					rd.tally.probe(dst, b[hlen:])
+				}
+			}
+			rd.tally.count(src, dst)
+		}
 		// Connections are admitted here, in capture order, so that which
 		// are analysed does not depend on the workers.
-		if rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-int(seg.Fixed[12]>>4)*4, 0), p.Time) {
+		if rd.gate.Admit(&p.Network, src, dst, seg.Fixed[13], max(seg.Len()-hlen, 0), p.Time) {
 			pt := c.parts[pick(&p, src, dst, n)]
 			pt.pkts = append(pt.pkts, packetRec{key: 2 * seq, file: p.File, frame: p.Frame, sec: p.Time.Unix(), nsec: int32(p.Time.Nanosecond()), network: p.Network,
 				cut: p.Cut, wire: p.WireLength, seg: seg})

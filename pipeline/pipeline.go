@@ -219,6 +219,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		return runParallel(ctx, opt, files, d)
 	}
 	gate := reassembly.NewGate(opt.Reassembly)
+	tally := newPortTally(&opt)
 	w := newWorker(&opt, opt.Reassembly.Gated(), 1, d)
 	asm := w.asm
 	if files != nil && w.keys != nil {
@@ -282,6 +283,12 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 			return sum, err
 		}
 		note(&sum, &p)
+		if other, probe := tally.see(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)); other {
+			if probe {
+				tally.probe(uint16(p.TCP.DstPort), p.TCP.Payload)
+			}
+			tally.count(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort))
+		}
 		if gate.AdmitTCP(&p) {
 			asm.Add(&p)
 		}
@@ -291,6 +298,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	sum.Reassembly = asm.Stats()
 	sum.Reassembly.Add(gate.Stats())
 	sum.TLSKeysNotKept = w.keys.Evicted()
+	tally.fill(&sum)
 	if files != nil {
 		sum.Problems = files.Problems()
 	}

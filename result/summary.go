@@ -36,6 +36,20 @@ type Summary struct {
 	// CutFrames are the first frames cut by the snap length inside their
 	// TCP payload (Capture.Cut counts them all).
 	CutFrames []kafka.FrameRef
+	// OtherPorts are the busiest ports of the TCP packets on no broker
+	// port (Reassembly.Ignored counts them all), each packet counted for
+	// the port of its server as far as the capture tells; KafkaPorts are
+	// those of them that Kafka requests seem to be sent to. They say what
+	// a run that decoded no Kafka saw instead.
+	OtherPorts, KafkaPorts []PortCount
+}
+
+// PortCount is a TCP port on no broker port, with the packets counted for
+// it.
+type PortCount struct {
+	Port    uint16
+	Packets int64
+	Kafka   bool // Kafka requests seem to be sent to it
 }
 
 // InputStopped reports whether an input could not be read to its end: a

@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
@@ -15,12 +15,13 @@ import (
 
 // ruleFlags are the flags that choose rules and severities.
 type ruleFlags struct {
-	profile     string
-	rules       []string
-	skipRules   []string
-	minSeverity string
-	failOn      string
-	verbose     bool
+	profile      string
+	rules        []string
+	skipRules    []string
+	minSeverity  string
+	failOn       string
+	verbose      bool
+	requireKafka bool
 }
 
 func (f *ruleFlags) register(cmd *cobra.Command) {
@@ -31,6 +32,7 @@ func (f *ruleFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.minSeverity, "min-severity", "info", "report findings of this severity or higher: info, warning, error")
 	fl.StringVar(&f.failOn, "fail-on", "error", "exit 1 when a finding of this severity or higher exists: info, warning, error, never")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "show info findings in the table too")
+	fl.BoolVar(&f.requireKafka, "require-kafka", false, "exit 2 when no Kafka message was decoded (a wrong --port, a capture of something else): nothing was checked")
 }
 
 // ruleChoice is the parsed form of ruleFlags.
@@ -97,6 +99,22 @@ func (rc *ruleChoice) failing(res *rules.Result) bool {
 	return !rc.failNone && rc.filter.Failing(res, rc.failOn)
 }
 
+// exitCode is the code the findings and --require-kafka make (finalStatus
+// then weighs input problems and interruption): a finding at or above
+// --fail-on, 1; else no Kafka decoded with --require-kafka, 2, the code
+// of an input that could not be checked. It says on stderr what a run
+// without Kafka saw instead, flag or not (kernel: as warnNoKafka).
+func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassembly.Ports, kernel string) int {
+	none := warnNoKafka(&run.Summary, ports, kernel)
+	switch {
+	case rc.failing(&run.Rules):
+		return exitFindings
+	case none && f.requireKafka:
+		return exitBadInput
+	}
+	return exitOK
+}
+
 func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
@@ -109,7 +127,9 @@ rules (KIP-1313), telemetry ID mismatches (KIP-714) and group member-ID mistakes
 (KIP-394, KIP-1082), with the evidence to check them in Wireshark.
 
 Exit codes: 0 nothing at or above --fail-on; 1 findings at or above it (even when an
-input could not be read to its end); 2 bad usage or unreadable input; 130 interrupted.
+input could not be read to its end); 2 bad usage, unreadable input, or no Kafka decoded
+with --require-kafka; 130 interrupted. A run that decoded no Kafka says on stderr what it
+saw instead (the busiest TCP ports, and which look like Kafka).
 
 Memory: --memory-limit is one budget; the caps not given (--max-connections, --max-buffer,
 --max-resync-buffer, --max-body-buffer, and what the report keeps) take shares of it, and
@@ -145,14 +165,11 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
-			code := exitOK
-			if choice.failing(&run.Rules) {
-				code = exitFindings
-			}
-			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
+			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
 			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
-				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout()),
+				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd, cmd.OutOrStdout()),
 				SARIF: report.SARIFInvocation{ToolVersion: kidscopeVersion(), ExitCode: exit,
 					Successful: exit == exitOK || exit == exitFindings}})
 			if err != nil {
@@ -164,12 +181,8 @@ what a cap leaves out is counted in the report.`,
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(analyzeFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
-
-// analyzeFormats are analyze's -o values, for completion.
-var analyzeFormats = []string{"table", "json", "ndjson", "csv", "markdown", "sarif"}
 
 // exitCodeOf is the code a run exits with (finalStatus's), known before
 // the report is written, for the SARIF log's invocation.
@@ -183,12 +196,4 @@ func exitCodeOf(sum *result.Summary, code int) int {
 		return exitBadInput
 	}
 	return exitOK
-}
-
-// colorWanted: colour only on a terminal, and never with NO_COLOR set.
-func colorWanted(w any) bool {
-	if _, set := os.LookupEnv("NO_COLOR"); set {
-		return false
-	}
-	return isTerminal(w)
 }

@@ -204,8 +204,10 @@ func TestAnalyzeExitCodesAndFilters(t *testing.T) {
 			continue
 		}
 		if c.n < 0 {
-			if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines != 0 || !strings.HasPrefix(stderr, "kidscope: ") {
-				t.Errorf("%v: want one error line, got %q", c.args, stderr)
+			if msg, ok := usageMessage(stderr, "analyze"); !ok {
+				t.Errorf("%v: want one error line and the usage, got %q", c.args, stderr)
+			} else if strings.Contains(msg, "strconv") {
+				t.Errorf("%v: a Go parse error: %q", c.args, msg)
 			}
 			continue
 		}
@@ -264,8 +266,10 @@ func TestCaptureFilterFlags(t *testing.T) {
 			t.Errorf("--bpf-raw: clients %v", got)
 		}
 	}
-	if _, stderr, code := runKidscope(t, "analyze", "-f", "port x", capture); code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "position 6") {
+	if _, stderr, code := runKidscope(t, "analyze", "-f", "port x", capture); code != 2 || !strings.Contains(stderr, "position 6") {
 		t.Errorf("bad filter: exit %d, %q", code, stderr)
+	} else if _, ok := usageMessage(stderr, "analyze"); !ok {
+		t.Errorf("bad filter: want one error line and the usage, got %q", stderr)
 	}
 }
 

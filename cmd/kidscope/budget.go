@@ -83,18 +83,17 @@ func budgetFor(limit int64) budget {
 // effectiveLimit is the limit the run works under: --memory-limit, or
 // GOMEMLIMIT when that is set and the flag is not given.
 func (f *inputFlags) effectiveLimit(cmd *cobra.Command) (int64, error) {
-	text, what := f.memoryLimit, "--memory-limit"
 	if env, set := os.LookupEnv("GOMEMLIMIT"); set && !cmd.Flags().Changed("memory-limit") {
-		text, what = env, "GOMEMLIMIT"
 		if env == "off" {
 			return 0, nil
 		}
+		n, err := size.Parse(env)
+		if err != nil {
+			return 0, fmt.Errorf("GOMEMLIMIT %w", err)
+		}
+		return n, nil
 	}
-	n, err := size.Parse(text)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	return n, nil
+	return f.memoryLimit.n, nil
 }
 
 // rulesOptions are the rules engine's caps from the budget.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kidscope/kidscope/capture/filter"
 	"github.com/kidscope/kidscope/decode"
-	"github.com/kidscope/kidscope/internal/size"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
@@ -30,11 +29,11 @@ type inputFlags struct {
 	filter         string
 	bpfRaw         string
 	noProgress     bool
-	maxFrame       int
+	maxFrame       *sizeValue
 	workers        int
-	memoryLimit    string
-	resyncBuffer   string
-	bodyBuffer     string
+	memoryLimit    *sizeValue
+	resyncBuffer   *sizeValue
+	bodyBuffer     *sizeValue
 	tlsKeylogs     []string
 }
 
@@ -53,12 +52,13 @@ func (f *inputFlags) register(cmd *cobra.Command, outputs string) {
 		"most 1900-byte pages of out-of-order data held for one connection; over it, its waiting data is given up as a gap; scales with --memory-limit")
 	fl.StringVarP(&f.filter, "filter", "f", "", "capture filter in tcpdump syntax (host, net, port, portrange, tcp, udp, ip, ip6, icmp, vlan, less, greater, tcp[13] & 2 != 0 and other byte comparisons, and/or/not, parentheses)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar (it shows only when stderr is a terminal)")
-	fl.IntVar(&f.maxFrame, "max-frame", 100<<20, "largest Kafka frame size believed, in bytes (larger ones are a desynchronisation)")
-	fl.StringVar(&f.resyncBuffer, "max-resync-buffer", "",
+	f.maxFrame, f.resyncBuffer, f.bodyBuffer, f.memoryLimit = newSize("104857600", 1), newSize("", 1), newSize("", 1), newSize(defaultMemoryLimit, 1)
+	fl.Var(f.maxFrame, "max-frame", "largest Kafka frame size believed, 1 B to 1GiB (larger ones are a desynchronisation)")
+	fl.Var(f.resyncBuffer, "max-resync-buffer",
 		"bytes kept in all by connection sides that lost their framing, while they look for the next frame start (1 MiB each at most; default a 16th of --memory-limit)")
-	fl.StringVar(&f.bodyBuffer, "max-body-buffer", "",
+	fl.Var(f.bodyBuffer, "max-body-buffer",
 		"bytes kept in all by messages being collected whole to be decoded (the bodies the rules read); a body that does not fit is not decoded, and is counted (default a 16th of --memory-limit)")
-	fl.StringVar(&f.memoryLimit, "memory-limit", defaultMemoryLimit,
+	fl.Var(f.memoryLimit, "memory-limit",
 		"soft limit of the heap (200MiB, 1GB; 0: none): near it the garbage collector works harder rather than the process growing; GOMEMLIMIT, when set, is the default")
 	fl.StringArrayVar(&f.tlsKeylogs, "tls-keylog", nil,
 		"NSS key log (SSLKEYLOGFILE format) to decrypt Kafka over TLS, repeatable; pcapng decryption secrets blocks are used too")
@@ -149,7 +149,7 @@ func (f *inputFlags) keyLogs() ([]byte, error) {
 	for _, name := range f.tlsKeylogs {
 		text, err := os.ReadFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-keylog: %w", err)
+			return nil, inputError(fmt.Errorf("--tls-keylog: %w", err))
 		}
 		if _, errs := tlsdec.ParseKeyLog(text); len(errs) > 0 {
 			fmt.Fprintf(os.Stderr, "kidscope: %s: %d lines are not key log lines and were left out (the first: %v)\n",
@@ -190,11 +190,13 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		{"--max-connections", f.maxConnections, math.MaxInt32},
 		{"--max-buffer", f.maxBufferPages, math.MaxInt32},
 		{"--max-buffer-per-connection", f.maxConnPages, math.MaxInt32},
-		{"--max-frame", f.maxFrame, 1 << 30},
 	} {
 		if c.val < 1 || c.val > c.max {
 			return opt, form, fmt.Errorf("%s %d: want 1 to %d", c.flag, c.val, c.max)
 		}
+	}
+	if n := f.maxFrame.n; n < 1 || n > 1<<30 {
+		return opt, form, fmt.Errorf("--max-frame %q: want 1 B to 1GiB", f.maxFrame.text)
 	}
 	resync, err := sizeFlag("--max-resync-buffer", f.resyncBuffer, b.resyncBytes)
 	if err != nil {
@@ -222,22 +224,34 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		TLSMaxKeys: max(b.tlsKeys/max(f.workers, 1), 1024),
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
-		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame)},
+		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame.n)},
 	}
 	return opt, form, nil
 }
 
-func usageError(err error) error { return &exitError{code: exitBadInput, err: err} }
+// usageError is a mistake in the command line: its line is followed by
+// the command's usage (main.go). An error that is already an exitError
+// keeps its own kind.
+func usageError(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitBadInput, err: err, usage: true}
+}
 
-// sizeFlag reads a byte-count flag: its share of the budget when it is
-// not given, and never zero.
-func sizeFlag(flag, text string, share int64) (int64, error) {
-	if text == "" {
+// inputError is an input that cannot be read or a resource that cannot
+// be had (a file, an address): one line, no usage.
+func inputError(err error) error { return &exitError{code: exitBadInput, err: err} }
+
+// sizeFlag is a byte-count cap: its share of the budget when it is not
+// given, and never zero.
+func sizeFlag(flag string, v *sizeValue, share int64) (int64, error) {
+	if !v.given() {
 		return share, nil
 	}
-	n, err := size.Parse(text)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%s %q: want a size such as 32MiB", flag, text)
+	if v.n == 0 {
+		return 0, fmt.Errorf("%s %q: want more than 0 bytes", flag, v.text)
 	}
-	return n, nil
+	return v.n, nil
 }

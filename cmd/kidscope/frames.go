@@ -60,6 +60,7 @@ Several files are merged in time order; "-" reads standard input.`,
 			if in.output == "csv" {
 				fmt.Fprintln(os.Stderr, fs.String())
 			}
+			warnNoKafka(&run.Summary, opt.Reassembly.Ports, "")
 			return finalStatus(&run.Summary, exitOK)
 		},
 	}

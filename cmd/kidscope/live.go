@@ -27,15 +27,16 @@ type liveFlags struct {
 	duration     time.Duration
 	count        int64
 	write        string
-	writeMaxSize int64
+	writeMaxSize *sizeValue
 	writeSecrets bool
 	force        bool
 	user         string
-	ringMB       int
-	snaplen      int
+	ringSize     *sizeValue
+	snaplen      *sizeValue
 	metricsAddr  string
 	idle         time.Duration
 	noStatus     bool
+	quiet        bool
 	libpcap      bool
 	debugPprof   bool
 }
@@ -48,11 +49,16 @@ func newLiveCmd() *cobra.Command {
 		Use:   "live -i IFACE",
 		Short: "Capture live on an interface, print findings as they happen, and the report when it stops",
 		Long: `live captures on a network interface (AF_PACKET, pure Go; root or CAP_NET_RAW), decodes
-Kafka and prints each finding as it is made: a line of text on a terminal, an ndjson
-"finding" object when -o ndjson or when standard output is not a terminal. A status line
-(packets, connections, findings, kernel drops) is kept on stderr on a terminal. It stops on
-Ctrl-C (SIGINT/SIGTERM), after --duration or --count, and then prints the full report of
-analyze. --write saves what it captured as pcapng for a later analyze.
+Kafka and prints each finding as it is made, and the full report of analyze when it stops
+(Ctrl-C or SIGTERM, --duration, --count). --write saves what it captured as pcapng for a
+later analyze.
+
+Standard output holds one format only. With -o ndjson (the default when standard output is
+not a terminal) the findings stream there as "finding" objects and the rest of the report
+follows as objects of the same stream. With a document format (table, the default on a
+terminal, json, csv, markdown) standard output holds the document alone, written when live
+stops, and each finding is a line of text on stderr as it is made (none with -q). A status
+line (packets, connections, findings, kernel drops) is kept on stderr on a terminal.
 
 The --write files hold what crossed the wire, passwords of SASL/PLAIN included: each is
 created new with mode 0600, never through a symbolic link, and an existing file is refused
@@ -75,15 +81,17 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.DurationVar(&lf.duration, "duration", 0, "stop after this long (e.g. 10m)")
 	fl.Int64Var(&lf.count, "count", 0, "stop after this many packets")
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
-	fl.Int64Var(&lf.writeMaxSize, "write-max-size", 0, "rotate the --write file at this many bytes (x.pcapng, x-2.pcapng, …)")
+	lf.writeMaxSize, lf.ringSize, lf.snaplen = newSize("0", 1), newSize("64", 1<<20), newSize("262144", 1)
+	fl.Var(lf.writeMaxSize, "write-max-size", "rotate the --write file at this size (1GB, 500MiB; x.pcapng, x-2.pcapng, …; 0: never)")
 	fl.BoolVar(&lf.writeSecrets, "write-secrets", false, "also write the --tls-keylog lines into the --write files as decryption secrets blocks, so they decrypt on their own (in kidscope and Wireshark)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
-	fl.IntVar(&lf.ringMB, "ring-size", 64, "kernel ring buffer in MiB")
-	fl.IntVar(&lf.snaplen, "snaplen", 262144, "bytes kept of each frame")
+	fl.Var(lf.ringSize, "ring-size", "kernel ring buffer (a plain number is MiB: 64, 64MiB, 1GiB)")
+	fl.Var(lf.snaplen, "snaplen", "bytes kept of each frame (262144, 256KiB)")
 	fl.StringVar(&lf.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9464)")
 	fl.DurationVar(&lf.idle, "idle-timeout", 10*time.Minute, "forget connections silent this long")
 	fl.BoolVar(&lf.noStatus, "no-status", false, "no status line on stderr")
+	fl.BoolVarP(&lf.quiet, "quiet", "q", false, "no finding lines on stderr while live runs (with a document format; the report at the end lists them)")
 	fl.BoolVar(&lf.libpcap, "libpcap", false, "capture through libpcap (only in binaries built with -tags libpcap)")
 	fl.BoolVar(&lf.debugPprof, "debug-pprof", false, "also serve Go's profiler under /debug/pprof/ on --metrics-addr")
 	_ = fl.MarkHidden("debug-pprof")
@@ -109,7 +117,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		// Opened now, while live may still read them (before it gives up
 		// root), and followed as clients append their keys.
 		if follow, err = newKeyLogFollower(in.tlsKeylogs); err != nil {
-			return usageError(err)
+			return inputError(err)
 		}
 		defer follow.close()
 		opt.TLSMore = follow.more
@@ -126,7 +134,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if !report.ValidAnalyzeFormat(in.output) {
 		return usageError(fmt.Errorf("-o %q: live writes table, json, ndjson, csv or markdown", in.output))
 	}
-	kfilter, err := kernelFilter(opt.Filter, opt.Reassembly.Ports, lf.snaplen)
+	snaplen, ringMB, err := lf.sizes()
+	if err != nil {
+		return usageError(err)
+	}
+	kfilter, kernelText, err := kernelFilter(opt.Filter, in, opt.Reassembly.Ports, snaplen)
 	if err != nil {
 		return usageError(err)
 	}
@@ -140,9 +152,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		return usageError(err)
 	}
 	rotateIn := ""
-	if lf.write != "" && lf.writeMaxSize > 0 && plan != nil {
+	if lf.write != "" && lf.writeMaxSize.n > 0 && plan != nil {
 		if err := plan.rotationCheck(lf.write); err != nil {
-			return usageError(err)
+			return inputError(err)
 		}
 		rotateIn = filepath.Dir(lf.write)
 	}
@@ -151,7 +163,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
-		if rec, err = capture.NewRecorder(lf.write, link, lf.snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize, Force: lf.force}); err != nil {
+		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 		if lf.writeSecrets {
@@ -170,7 +182,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 			}
 		}
 	}
-	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: lf.snaplen, RingMB: lf.ringMB,
+	src, err := capture.OpenLive(capture.LiveOptions{Interface: lf.iface, Snaplen: snaplen, RingMB: ringMB,
 		Filter: kfilter, Record: rec, Libpcap: lf.libpcap})
 	if err != nil {
 		if rec != nil {
@@ -200,12 +212,18 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
-	status := newStatusLine(os.Stderr, onTerminal && isTerminal(os.Stderr) && !lf.noStatus)
+	status := newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
+	// ndjson is a stream: its finding objects and the report's objects
+	// after them are one stream on stdout. Every other format is one
+	// document, which nothing else may precede on stdout (a json.load of
+	// it would fail): the findings go to stderr as text as they are made.
+	streamOut := in.output == "ndjson"
+	textColor := colorWanted(cmd, os.Stderr)
 	var metrics *liveMetrics
 	if lf.metricsAddr != "" {
 		if metrics, err = startMetrics(lf.metricsAddr, lf.debugPprof); err != nil {
 			src.Close()
-			return usageError(err)
+			return inputError(err)
 		}
 		defer metrics.close()
 		sink.onEvent = metrics.event
@@ -223,11 +241,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if rec != nil {
 			files = rec.Files()
 		}
-		status.clear()
-		if in.output == "ndjson" {
+		switch {
+		case streamOut:
+			status.clear() // a terminal shows stdout and stderr on one screen
 			_ = report.WriteFindingLine(stdout, files, f, form)
-		} else if f.Severity > rules.Info || rf.verbose {
-			fmt.Fprintln(stdout, report.FormatFindingText(files, f, colorWanted(stdout)))
+		case lf.quiet:
+		case f.Severity > rules.Info || rf.verbose:
+			status.clear()
+			fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
 		}
 	}
 	opt.OnTick = func(p pipeline.Progress) {
@@ -257,18 +278,32 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	sum.Interrupted = false
 	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
-		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson"})
+		Color: colorWanted(cmd, stdout), OmitFindings: streamOut})
 	if err != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 	}
 	if sum.Capture.KernelDrops > 0 {
 		fmt.Fprintf(os.Stderr, "kidscope: the kernel dropped %d packets (a larger --ring-size or a tighter --filter helps)\n", sum.Capture.KernelDrops)
 	}
-	code := exitOK
-	if choice.failing(&run.Rules) {
-		code = exitFindings
+	return finalStatus(sum, rf.exitCode(&choice, &run, opt.Reassembly.Ports, kernelText))
+}
+
+// sizes checks --snaplen and --ring-size (MiB for the capture) against
+// what the kernel takes. 0 is the default of each, as tcpdump -s 0 is.
+func (lf *liveFlags) sizes() (snaplen, ringMB int, err error) {
+	if lf.snaplen.n == 0 {
+		lf.snaplen.n = 262144
 	}
-	return finalStatus(sum, code)
+	if lf.ringSize.n == 0 {
+		lf.ringSize.n = 64 << 20
+	}
+	if n := lf.snaplen.n; n > 1<<30 {
+		return 0, 0, fmt.Errorf("--snaplen %q: want 1 B to 1GiB", lf.snaplen.text)
+	}
+	if n := lf.ringSize.n; n > 1<<40 || n%(1<<20) != 0 {
+		return 0, 0, fmt.Errorf("--ring-size %q: want a whole number of MiB, up to 1TiB", lf.ringSize.text)
+	}
+	return int(lf.snaplen.n), int(lf.ringSize.n >> 20), nil
 }
 
 // writeError says how to get past a --write file that exists.
@@ -298,16 +333,22 @@ func (s *liveSink) Event(c *pipeline.Conn, e *decode.Event) {
 func (s *liveSink) Closed(*pipeline.Conn) {}
 
 // kernelFilter is the filter live runs in the kernel: --filter or
-// --bpf-raw, else TCP on the broker ports. A match returns snaplen, the
-// bytes the kernel keeps of the frame (a --bpf-raw program says its own).
-func kernelFilter(flt *filter.Filter, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), error) {
+// --bpf-raw, else TCP on the broker ports, and its text. A match returns
+// snaplen, the bytes the kernel keeps of the frame (a --bpf-raw program
+// says its own).
+func kernelFilter(flt *filter.Filter, in *inputFlags, ports reassembly.Ports, snaplen int) (func(layers.LinkType) ([]bpf.RawInstruction, error), string, error) {
+	text := in.filter
+	if in.bpfRaw != "" {
+		text = "--bpf-raw"
+	}
 	if flt == nil {
+		text = filter.Default(ports.List())
 		var err error
-		if flt, err = filter.New(filter.Default(ports.List())); err != nil {
-			return nil, err
+		if flt, err = filter.New(text); err != nil {
+			return nil, "", err
 		}
 	}
-	return flt.WithSnaplen(snaplen).RawFor, nil
+	return flt.WithSnaplen(snaplen).RawFor, text, nil
 }
 
 // statusLine keeps one line of status at the bottom of a terminal.

@@ -22,10 +22,12 @@ const (
 	exitInterrupted = 130
 )
 
-// exitError carries an exit code up to main.
+// exitError carries an exit code up to main; usage adds the command's
+// usage line to the message.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	usage bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -39,23 +41,30 @@ func main() {
 func run(ctx context.Context, args []string) int {
 	root, writeProfiles := newRoot()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	writeProfiles()
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			// An error of several lines (one per input that could not
-			// be read) has each line marked as kidscope's.
-			for _, line := range strings.Split(ee.err.Error(), "\n") {
-				fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(line))
-			}
-		}
-		return ee.code
+	if !errors.As(err, &ee) {
+		// cobra's own errors (an unknown command, a required flag
+		// missing) are all mistakes in the command line.
+		ee = &exitError{code: exitBadInput, err: err, usage: true}
 	}
-	// cobra's own usage errors (unknown flag, missing argument).
-	fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(err.Error()))
-	return exitBadInput
+	if ee.err != nil {
+		// An error of several lines (one per input that could not be
+		// read) has each line marked as kidscope's.
+		for _, line := range strings.Split(ee.err.Error(), "\n") {
+			fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(line))
+		}
+	}
+	if ee.usage && cmd != nil {
+		use := cmd.UseLine()
+		if !cmd.Runnable() {
+			use = cmd.CommandPath() + " COMMAND [flags]"
+		}
+		fmt.Fprintf(os.Stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
+	}
+	return ee.code
 }

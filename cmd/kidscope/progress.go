@@ -18,10 +18,10 @@ type progressBar struct {
 	shown bool
 }
 
-// newProgressBar returns nil unless stderr is a terminal and progress is
-// wanted.
+// newProgressBar returns nil unless stderr is a terminal that can redraw a
+// line and progress is wanted.
 func newProgressBar(files []string, off bool) *progressBar {
-	if off || !isTerminal(os.Stderr) {
+	if off || !canRedraw(os.Stderr) {
 		return nil
 	}
 	var total int64

@@ -34,11 +34,11 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 		}
 		f, err := os.Create(cpuProfile)
 		if err != nil {
-			return usageError(fmt.Errorf("--debug-cpuprofile: %w", err))
+			return inputError(fmt.Errorf("--debug-cpuprofile: %w", err))
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
 			f.Close()
-			return usageError(fmt.Errorf("--debug-cpuprofile: %w", err))
+			return inputError(fmt.Errorf("--debug-cpuprofile: %w", err))
 		}
 		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		return nil
@@ -60,7 +60,10 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 			}
 		}
 	}
-	root.AddCommand(newAnalyzeCmd(), newLiveCmd(), newFramesCmd(), newRulesCmd(), newSamplesCmd(), newVersionCmd())
+	registerColor(root)
+	root.SetFlagErrorFunc(flagError)
+	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), readsFiles(newFramesCmd()), newRulesCmd(), newSamplesCmd(), newVersionCmd())
+	completeFlags(root)
 	return root, writeProfiles
 }
 

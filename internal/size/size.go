@@ -1,7 +1,9 @@
-// Package size reads and writes byte counts the way the bench tools take
-// them on the command line: "1GB", "100MB", "64KiB", "1500". KB, MB, GB and
-// TB are powers of 1000 (the MB/s of the tables is 10^6 bytes a second);
-// KiB, MiB, GiB and TiB powers of 1024.
+// Package size reads and writes byte counts the way kidscope's size flags
+// and the bench tools take them on the command line: "1GB", "100MB",
+// "64KiB", "1M", "1500". KB, MB, GB and TB, and K, M, G and T alone, are
+// powers of 1000 (the MB/s of the tables is 10^6 bytes a second, and
+// tcpdump -C counts millions of bytes); KiB, MiB, GiB and TiB powers of
+// 1024. Case does not matter; a space may stand before the unit.
 package size
 
 import (
@@ -33,13 +35,19 @@ func Parse(s string) (int64, error) {
 	// Plain decimals only: ParseFloat would also take "NaN", "Inf", "1e3"
 	// and hexadecimal.
 	if t == "" || strings.Trim(t, "0123456789.") != "" {
-		return 0, fmt.Errorf("bad size %q (want e.g. 1GB, 100MB, 64KiB)", s)
+		return 0, syntaxError(s)
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || f*mult > 1<<62 {
-		return 0, fmt.Errorf("bad size %q (want e.g. 1GB, 100MB, 64KiB)", s)
+		return 0, syntaxError(s)
 	}
 	return int64(f * mult), nil
+}
+
+// syntaxError is the one error of Parse, whichever flag it reads: the
+// text, and what a size looks like.
+func syntaxError(s string) error {
+	return fmt.Errorf("%q: want a size such as 1MB, 1MiB, 1M or 1048576", s)
 }
 
 // Human writes n with a decimal unit: "1.07 GB", "20.0 MB".

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/result"
+	"github.com/kidscope/kidscope/rules"
+)
+
+// checkFormat parses a command's standard output as the format says: the
+// whole of it, so that anything else written there (a streamed finding's
+// line ahead of a JSON document) fails.
+func checkFormat(t *testing.T, what, format, out string) {
+	t.Helper()
+	switch format {
+	case "json":
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Errorf("%s: stdout is not one JSON document: %v\n%s", what, err, head(out))
+		} else if doc["schema_version"] != 1.0 {
+			t.Errorf("%s: schema_version %v", what, doc["schema_version"])
+		}
+	case "ndjson":
+		sc := bufio.NewScanner(strings.NewReader(out))
+		sc.Buffer(nil, 1<<20)
+		kinds := map[string]int{}
+		for sc.Scan() {
+			var line struct{ Kind string }
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil || line.Kind == "" {
+				t.Errorf("%s: ndjson line %q: %v", what, head(sc.Text()), err)
+			}
+			kinds[line.Kind]++
+		}
+		if kinds["summary"] != 1 {
+			t.Errorf("%s: ndjson kinds %v, want one summary", what, kinds)
+		}
+	case "csv":
+		r := csv.NewReader(strings.NewReader(out))
+		rows, err := r.ReadAll() // every record must have the header's fields
+		if err != nil || len(rows) == 0 {
+			t.Errorf("%s: stdout is not CSV: %v\n%s", what, err, head(out))
+		} else if c := rows[0][0]; c != "rule" && c != "file" {
+			t.Errorf("%s: CSV header %v", what, rows[0])
+		}
+	case "markdown":
+		if !strings.HasPrefix(out, "# ") {
+			t.Errorf("%s: markdown does not start with a heading:\n%s", what, head(out))
+		}
+	case "table":
+		if !strings.HasPrefix(out, "SUMMARY\n") && !strings.HasPrefix(out, "┌") {
+			t.Errorf("%s: the table does not start with its summary or its frame:\n%s", what, head(out))
+		}
+	default:
+		t.Fatalf("no check for format %q", format)
+	}
+}
+
+func head(s string) string {
+	if len(s) > 400 {
+		return s[:400] + "…"
+	}
+	return s
+}
+
+// TestOutputFormatsParse: every format of analyze and frames writes to
+// stdout what parses as that format, and nothing else.
+func TestOutputFormatsParse(t *testing.T) {
+	file := "../../samples/captures/hdr-seed-changed.pcapng"
+	for _, c := range []struct {
+		cmd     string
+		formats []string
+		code    int
+	}{
+		{"analyze", []string{"table", "json", "ndjson", "csv", "markdown"}, 1},
+		{"frames", []string{"table", "json", "ndjson", "csv"}, 0},
+	} {
+		for _, format := range c.formats {
+			out, errOut, code := runKidscope(t, c.cmd, "-o", format, "--color", "always", file)
+			if code != c.code {
+				t.Errorf("%s -o %s: exit %d, want %d: %s", c.cmd, format, code, c.code, errOut)
+			}
+			if format != "table" && strings.Contains(out, "\x1b[") {
+				t.Errorf("%s -o %s: escape sequences in a format for programs", c.cmd, format)
+			}
+			checkFormat(t, c.cmd+" -o "+format, format, out)
+		}
+	}
+}
+
+// TestNoKafka: a capture whose Kafka is on another port than -p says so in
+// one line on stderr, naming the ports that look like Kafka; exit 0, or 2
+// with --require-kafka, for analyze (whatever the workers) and frames.
+func TestNoKafka(t *testing.T) {
+	port29092 := "../../samples/captures/net-port-29092.pcapng"
+	want29092 := "kidscope: no Kafka decoded: 12 TCP packets, none on broker port 9092; the busiest TCP ports: 29092 (12 packets, looks like Kafka); try -p 29092 or -p auto\n"
+	real := "../../testdata/real/kgo-producer-kfake.pcap"
+	wantReal := "kidscope: no Kafka decoded: 117 TCP packets, none on broker port 9092; the busiest TCP ports: 39089 (48 packets, looks like Kafka), 46369 (35 packets, looks like Kafka), 40615 (34 packets, looks like Kafka); try -p 39089,46369,40615 or -p auto\n"
+	empty := filepath.Join(t.TempDir(), "empty.pcap")
+	// A classic pcap header, Ethernet, and no packet.
+	if err := os.WriteFile(empty, []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"analyze", port29092}, 0, want29092},
+		{[]string{"analyze", "--require-kafka", port29092}, 2, want29092},
+		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-o", "json", port29092}, 2, want29092},
+		{[]string{"analyze", "--require-kafka", "--workers", "4", port29092}, 2, want29092},
+		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-p", "29092", port29092}, 0, ""},
+		{[]string{"frames", "-o", "json", port29092}, 0, want29092},
+		{[]string{"analyze", "-o", "json", real}, 0, wantReal},
+		{[]string{"analyze", "--workers", "3", "-o", "json", real}, 0, wantReal},
+		{[]string{"frames", "-o", "ndjson", real}, 0, wantReal},
+		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-p", "39089,46369,40615", real}, 0, ""},
+		{[]string{"analyze", "-f", "port 22", "--require-kafka", "../../samples/captures/hdr-seed-changed.pcapng"}, 2,
+			"kidscope: no Kafka decoded: the filter left out all 14 packets\n"},
+		{[]string{"analyze", "--require-kafka", empty}, 2, "kidscope: no Kafka decoded: the input holds no packets\n"},
+	} {
+		_, errOut, code := runKidscope(t, c.args...)
+		if code != c.code || errOut != c.stderr {
+			t.Errorf("kidscope %s: exit %d, stderr %q; want %d, %q", strings.Join(c.args, " "), code, errOut, c.code, c.stderr)
+		}
+	}
+}
+
+// TestNoKafkaLine covers the cases the captures above do not reach.
+func TestNoKafkaLine(t *testing.T) {
+	ports := func(specs ...string) reassembly.Ports {
+		p, err := reassembly.ParsePorts(specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withCapture := func(s result.Summary, packets, tcp int64) result.Summary {
+		s.Capture.Packets, s.Capture.TCP = packets, tcp
+		return s
+	}
+	for _, c := range []struct {
+		sum   result.Summary
+		ports reassembly.Ports
+		want  string
+	}{
+		{withCapture(result.Summary{}, 30, 0), ports("9092"), "no Kafka decoded: 30 packets, none TCP"},
+		{withCapture(result.Summary{Connections: 2, NotKafka: 2}, 40, 40), ports("9092-9094", "19092"),
+			"no Kafka decoded: 2 connections on broker ports 9092-9094, 19092 carried no Kafka message (2 not Kafka: TLS without --tls-keylog, or another protocol)"},
+		{withCapture(result.Summary{Connections: 1}, 4, 4), ports("auto"), "no Kafka decoded: 1 connection on any port (-p auto) carried no Kafka message"},
+		{withCapture(result.Summary{OtherPorts: []result.PortCount{{Port: 443, Packets: 380}, {Port: 22, Packets: 1}}}, 381, 381), ports("9092"),
+			"no Kafka decoded: 381 TCP packets, none on broker port 9092; the busiest TCP ports: 443 (380 packets), 22 (1 packet); none looks like Kafka (-p PORT decodes another port, -p auto every one)"},
+		{withCapture(result.Summary{OtherPorts: []result.PortCount{{Port: 443, Packets: 380}},
+			KafkaPorts: []result.PortCount{{Port: 29092, Packets: 3, Kafka: true}}}, 383, 383), ports("9092"),
+			"no Kafka decoded: 383 TCP packets, none on broker port 9092; the busiest TCP ports: 443 (380 packets); try -p 29092 or -p auto"},
+		{withCapture(result.Summary{Reassembly: reassembly.Stats{Segments: 3}}, 3, 3), ports("9092"), "no Kafka decoded: 3 TCP packets, 3 on broker port 9092, with no data"},
+	} {
+		if got := noKafkaLine(&c.sum, c.ports); got != c.want {
+			t.Errorf("noKafkaLine:\ngot  %s\nwant %s", got, c.want)
+		}
+	}
+	var s result.Summary
+	s.Requests = 1
+	if noKafka(&s) {
+		t.Error("a run with a request is taken for one without Kafka")
+	}
+}
+
+// TestUsageErrors: a mistake on the command line is one line naming it,
+// then the command's usage; a file that cannot be read is one line alone.
+func TestUsageErrors(t *testing.T) {
+	usage := func(cmd, use string) string {
+		return "Usage: kidscope " + cmd + " " + use + "\nRun 'kidscope " + cmd + " --help' for more.\n"
+	}
+	analyze, frames, live := usage("analyze", "[flags] FILE..."), usage("frames", "[flags] FILE..."), usage("live", "-i IFACE [flags]")
+	file := "../../samples/captures/hdr-seed-changed.pcapng"
+	sizeWant := `want a size such as 1MB, 1MiB, 1M or 1048576`
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze"}, "kidscope: analyze needs at least one capture file\n" + analyze},
+		{[]string{"frames", "-o", "csv"}, "kidscope: frames needs at least one capture file\n" + frames},
+		{[]string{"live", "-i", "lo", "--write-max-size", "1XB"}, `kidscope: --write-max-size "1XB": ` + sizeWant + "\n" + live},
+		{[]string{"analyze", "--memory-limit", "lots", file}, `kidscope: --memory-limit "lots": ` + sizeWant + "\n" + analyze},
+		{[]string{"frames", "--max-body-buffer", "-1MB", file}, `kidscope: --max-body-buffer "-1MB": ` + sizeWant + "\n" + frames},
+		{[]string{"analyze", "--max-frame", "2GiB", file}, `kidscope: --max-frame "2GiB": want 1 B to 1GiB` + "\n" + analyze},
+		{[]string{"analyze", "--workers", "many", file}, `kidscope: --workers "many": want a whole number` + "\n" + analyze},
+		{[]string{"live", "-i", "lo", "--duration", "5"}, `kidscope: --duration "5": want a duration such as 90s, 10m or 1h30m` + "\n" + live},
+		{[]string{"analyze", "--color", "sometimes", file}, `kidscope: --color "sometimes": want auto, always or never` + "\n" + analyze},
+		{[]string{"analyze", "--profile", "x", file}, `kidscope: --profile "x": want seed, accepted or auto` + "\n" + analyze},
+		{[]string{"analyze", "--no-such-flag", file}, "kidscope: unknown flag: --no-such-flag\n" + analyze},
+		{[]string{"live"}, "kidscope: required flag(s) \"interface\" not set\n" + live},
+		{[]string{"nonsense"}, "kidscope: unknown command \"nonsense\" for \"kidscope\"\nUsage: kidscope COMMAND [flags]\nRun 'kidscope --help' for more.\n"},
+		{[]string{"analyze", "no-such.pcap"}, "kidscope: open no-such.pcap: no such file or directory\n"},
+	} {
+		_, errOut, code := runKidscope(t, c.args...)
+		if code != 2 || errOut != c.want {
+			t.Errorf("kidscope %s: exit %d, stderr\n%s\nwant exit 2, stderr\n%s", strings.Join(c.args, " "), code, errOut, c.want)
+		}
+	}
+}
+
+// usageMessage splits what a usage error writes on stderr: one line
+// "kidscope: …", then the usage of cmd. ok is false when it is not so.
+func usageMessage(stderr, cmd string) (string, bool) {
+	usage := "Usage: kidscope " + cmd + " "
+	msg, rest, found := strings.Cut(stderr, "\n")
+	return msg, found && strings.HasPrefix(msg, "kidscope: ") && strings.HasPrefix(rest, usage) &&
+		strings.HasSuffix(rest, "\nRun 'kidscope "+cmd+" --help' for more.\n") && strings.Count(rest, "\n") == 2
+}
+
+// TestReadFileFlag: -r FILE, as tcpdump and tshark take it, is a FILE
+// argument: repeatable, the -r files first.
+func TestReadFileFlag(t *testing.T) {
+	a, b := "../../samples/captures/hdr-seed-changed.pcapng", "../../samples/captures/net-port-29092.pcapng"
+	for _, cmd := range []string{"analyze", "frames"} {
+		want, _, wantCode := runKidscope(t, cmd, "-o", "json", a, b)
+		for _, args := range [][]string{{"-r", a, "-r", b}, {"-r", a, b}, {"--read-file", a, "--read-file=" + b}} {
+			got, errOut, code := runKidscope(t, append([]string{cmd, "-o", "json"}, args...)...)
+			if got != want || code != wantCode {
+				t.Errorf("%s %v: exit %d (%s), output differs from %s with the files as arguments", cmd, args, code, errOut, cmd)
+			}
+		}
+	}
+}
+
+// TestSizeFlags: every size flag takes the forms the README names, read by
+// internal/size.
+func TestSizeFlags(t *testing.T) {
+	forms := map[string]int64{"1MB": 1e6, "1MiB": 1 << 20, "1M": 1e6, "1048576": 1 << 20, "2.5 MiB": 5 << 19}
+	root, _ := newRoot()
+	checked := 0
+	for _, cmd := range root.Commands() {
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			v, ok := f.Value.(*sizeValue)
+			if !ok {
+				return
+			}
+			checked++
+			for text, want := range forms {
+				if v.unit > 1 && !strings.ContainsAny(text, "BM") {
+					want *= v.unit // --ring-size: a plain number is MiB
+				}
+				if err := f.Value.Set(text); err != nil || v.n != want {
+					t.Errorf("%s --%s %s: %d, %v; want %d", cmd.Name(), f.Name, text, v.n, err, want)
+				}
+			}
+			if err := f.Value.Set("1XB"); err == nil || !strings.Contains(err.Error(), "want a size such as") {
+				t.Errorf("%s --%s 1XB: %v", cmd.Name(), f.Name, err)
+			}
+		})
+	}
+	// memory-limit, max-resync-buffer, max-body-buffer, max-frame on
+	// analyze, frames and live; write-max-size, ring-size, snaplen on live.
+	if checked != 3*4+3 {
+		t.Errorf("%d size flags, want 15: a size flag that does not use sizeValue?", checked)
+	}
+	// --ring-size takes its plain numbers as MiB, as it always has.
+	v := newSize("64", 1<<20)
+	if v.n != 64<<20 {
+		t.Errorf("--ring-size 64 = %d bytes", v.n)
+	}
+}
+
+// TestColor: --color always and never decide; auto colours a terminal
+// unless NO_COLOR is set (and not empty) or TERM is dumb.
+func TestColor(t *testing.T) {
+	// /dev/null is a character device: isTerminal takes it for one.
+	tty, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var pipe strings.Builder
+	for _, c := range []struct {
+		when, noColor, term string
+		w                   any
+		want                bool
+	}{
+		{"auto", "", "xterm", tty, true},
+		{"auto", "", "dumb", tty, false},
+		{"auto", "1", "xterm", tty, false},
+		{"auto", "", "xterm", &pipe, false},
+		{"always", "1", "dumb", &pipe, true},
+		{"never", "", "xterm", tty, false},
+	} {
+		t.Setenv("NO_COLOR", c.noColor)
+		t.Setenv("TERM", c.term)
+		root := &cobra.Command{Use: "x"}
+		registerColor(root)
+		if err := root.PersistentFlags().Set("color", c.when); err != nil {
+			t.Fatal(err)
+		}
+		if got := colorWanted(root, c.w); got != c.want {
+			t.Errorf("--color %s, NO_COLOR=%q, TERM=%s, terminal %v: colour %v, want %v", c.when, c.noColor, c.term, c.w == tty, got, c.want)
+		}
+	}
+	// End to end: off a terminal, auto has none and always has colour,
+	// NO_COLOR notwithstanding.
+	file := "../../samples/captures/hdr-seed-changed.pcapng"
+	if out, _, _ := runKidscope(t, "analyze", file); strings.Contains(out, "\x1b[") {
+		t.Error("colour off a terminal")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if out, _, _ := runKidscope(t, "analyze", "--color", "always", file); !strings.Contains(out, "\x1b[1;31m") {
+		t.Error("no colour with --color always")
+	}
+}
+
+// TestCompletion asks the binary for completions as the shells do, with
+// cobra's hidden __complete command.
+func TestCompletion(t *testing.T) {
+	var ifaces []string
+	if is, err := net.Interfaces(); err == nil {
+		for _, i := range is {
+			ifaces = append(ifaces, i.Name)
+		}
+	}
+	var ids []string
+	for _, r := range rules.Catalog() {
+		ids = append(ids, r.ID)
+	}
+	for _, c := range []struct {
+		args      []string
+		want      []string // all of these
+		not       []string // none of these
+		directive string
+	}{
+		{[]string{"analyze", "-o", ""}, []string{"table", "json", "ndjson", "csv", "markdown"}, nil, ":4"},
+		{[]string{"frames", "--output", ""}, []string{"table", "json", "ndjson", "csv"}, []string{"markdown"}, ":4"},
+		{[]string{"live", "-o", "n"}, []string{"ndjson"}, []string{"json", "table"}, ":4"},
+		{[]string{"analyze", "--rule", "header-id-c"}, []string{"header-id-changed"}, []string{"telemetry-*", "header-id-late"}, ":4"},
+		{[]string{"analyze", "--skip-rule", ""}, append([]string{"telemetry-*", "header-*"}, ids...), nil, ":4"},
+		{[]string{"live", "--rule", "tele"}, []string{"telemetry-*", "telemetry-body-mismatch"}, []string{"header-*"}, ":4"},
+		{[]string{"analyze", "--profile", ""}, []string{"auto", "seed", "accepted"}, nil, ":4"},
+		{[]string{"analyze", "--fail-on", ""}, []string{"info", "warning", "error", "never"}, nil, ":4"},
+		{[]string{"live", "--min-severity", ""}, []string{"info", "warning", "error"}, []string{"never"}, ":4"},
+		{[]string{"frames", "--uuid", ""}, []string{"kafka", "rfc4122"}, nil, ":4"},
+		{[]string{"analyze", "-p", ""}, []string{"auto", "9092"}, nil, ":4"},
+		{[]string{"live", "-i", ""}, append([]string{"any"}, ifaces...), nil, ":4"},
+		{[]string{"analyze", "--color", ""}, []string{"auto", "always", "never"}, nil, ":4"},
+		{[]string{"rules", ""}, ids, []string{"header-*"}, ":4"},
+		{[]string{"analyze", "-r", ""}, nil, nil, ":0"},
+		{[]string{"analyze", ""}, nil, nil, ":0"},
+		{[]string{"samples", ""}, nil, nil, ":16"},
+	} {
+		out, errOut, code := runKidscope(t, append([]string{"__complete"}, c.args...)...)
+		if code != 0 {
+			t.Errorf("__complete %q: exit %d: %s", c.args, code, errOut)
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		directive := lines[len(lines)-1]
+		var got []string
+		for _, l := range lines[:len(lines)-1] {
+			v, _, _ := strings.Cut(l, "\t")
+			got = append(got, v)
+		}
+		if directive != c.directive {
+			t.Errorf("__complete %q: directive %s, want %s", c.args, directive, c.directive)
+		}
+		for _, w := range c.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("__complete %q: %q missing from %q", c.args, w, got)
+			}
+		}
+		for _, n := range c.not {
+			if slices.Contains(got, n) {
+				t.Errorf("__complete %q: %q offered", c.args, n)
+			}
+		}
+	}
+}
