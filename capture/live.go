@@ -69,6 +69,12 @@ type Live struct {
 	stats  Stats
 	tcp    tcpLayer
 	closed bool
+	// early re-runs the filter in userspace on the first packets: the
+	// socket is bound to the interface before the filter is attached to
+	// it, so what arrived in between is in the ring unfiltered. It checks
+	// until the first poll that finds the ring empty, or earlyUntil.
+	early      *bpf.VM
+	earlyUntil time.Time
 }
 
 // LinkTypeOf is the link type frames of an interface come with: raw IP for
@@ -119,6 +125,13 @@ func OpenLive(opt LiveOptions) (*Live, error) {
 	if opt.Filter != nil {
 		if prog, err = opt.Filter(link); err != nil {
 			return nil, err
+		}
+	}
+	if len(prog) > 0 {
+		if ins, ok := bpf.Disassemble(prog); ok {
+			if vm, err := bpf.NewVM(ins); err == nil {
+				l.early, l.earlyUntil = vm, time.Now().Add(time.Second)
+			}
 		}
 	}
 	prog, err = withoutLoopbackEchoes(opt.Interface, prog, opt.Snaplen)
@@ -262,6 +275,7 @@ func (l *Live) Next(p *Packet) error {
 		case l.tp != nil:
 			data, ci, err = l.tp.ZeroCopyReadPacketData()
 			if errors.Is(err, afpacket.ErrTimeout) || errors.Is(err, afpacket.ErrPoll) {
+				l.early = nil // the ring was drained: what comes now was filtered
 				return ErrNoPacket
 			}
 		case l.other != nil:
@@ -272,11 +286,19 @@ func (l *Live) Next(p *Packet) error {
 		default:
 			data, ci, err = l.eh.ZeroCopyReadPacketData()
 			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR) {
+				l.early = nil
 				return ErrNoPacket
 			}
 		}
 		if err != nil {
 			return fmt.Errorf("capture on %s: %w", l.name, err)
+		}
+		if l.early != nil {
+			if time.Now().After(l.earlyUntil) {
+				l.early = nil
+			} else if keep, err := l.early.Run(data); err == nil && keep == 0 {
+				continue // arrived before the filter was attached
+			}
 		}
 		file, frame := 0, l.stats.Packets+1
 		if l.rec != nil {
