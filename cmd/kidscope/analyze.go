@@ -133,6 +133,10 @@ what a cap leaves out is counted in the report.`,
 				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv or markdown", format))
 			}
 			opt.Stdin = cmd.InOrStdin()
+			var hashes *inputHashes
+			if format == "json" || format == "ndjson" { // the formats that write the inputs' hashes
+				hashes, opt.Stdin = hashInputs(cmd.Context(), files, opt.Stdin)
+			}
 			bar := newProgressBar(files, in.noProgress)
 			if bar != nil {
 				opt.OnTick = bar.tick
@@ -145,6 +149,9 @@ what a cap leaves out is counted in the report.`,
 				return &exitError{code: exitBadInput, err: err}
 			}
 			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			if hashes != nil {
+				rep.Run = &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(&in, &rf, &opt), Inputs: hashes.wait()}
+			}
 			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
 				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd.OutOrStdout())})
 			if err != nil {

@@ -220,6 +220,12 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
+	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
+		Inputs: []report.Input{{Kind: report.InputInterface, Name: lf.iface, Unhashed: "a live interface"}}}
+	runInfo.Options.Snaplen, runInfo.Options.IdleTimeout = lf.snaplen, lf.idle
+	if in.output == "ndjson" {
+		_ = report.WriteRunLine(stdout, runInfo)
+	}
 	run, err := pipeline.Run(ctx, opt, sink)
 	collectBeforeReport()
 	sum := &run.Summary
@@ -235,9 +241,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// Ctrl-C, --duration and --count are how live is meant to stop: the
 	// report covers everything captured.
 	sum.Interrupted = false
-	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules}
+	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules, Run: runInfo}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
-		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson"})
+		Color: colorWanted(stdout), OmitFindings: in.output == "ndjson", OmitRun: in.output == "ndjson"})
 	if err != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 	}
