@@ -362,6 +362,11 @@ func TestAnalysisNDJSON(t *testing.T) {
 	if lastKind != "summary" {
 		t.Errorf("last line is a %s, want the summary", lastKind)
 	}
+	// live: the run line and the findings went out first.
+	live := string(render(t, a, AnalysisOptions{Format: "ndjson", OmitFindings: true, OmitRun: true}))
+	if strings.Contains(live, `"kind":"run"`) || strings.Contains(live, `"kind":"finding"`) || !strings.Contains(live, `"kind":"summary"`) {
+		t.Errorf("ndjson without run and findings:\n%s", live)
+	}
 }
 
 func TestWriteFindingLine(t *testing.T) {
