@@ -42,9 +42,9 @@ type inputHashes struct {
 }
 
 // hashInputs starts hashing files (as given; "-" is stdin) and returns
-// the reader the analysis should read for stdin. Call wait after the
-// analysis for the inputs.
-func hashInputs(ctx context.Context, files []string, stdin io.Reader) (*inputHashes, io.Reader) {
+// the reader the analysis should read for stdin; with skip, it only names
+// them. Call wait after the analysis for the inputs.
+func hashInputs(ctx context.Context, files []string, stdin io.Reader, skip bool) (*inputHashes, io.Reader) {
 	h := &inputHashes{inputs: make([]report.Input, len(files)), done: make(chan struct{})}
 	var regular []int
 	for i, name := range files {
@@ -52,6 +52,12 @@ func hashInputs(ctx context.Context, files []string, stdin io.Reader) (*inputHas
 		in.Kind, in.Name = report.InputFile, name
 		if name == "-" {
 			in.Kind, in.Name = report.InputStdin, "stdin"
+		}
+		if skip {
+			in.Unhashed = "--no-hash"
+			continue
+		}
+		if name == "-" {
 			if stdin != nil && h.stdin == nil {
 				h.stdin = &hashingReader{r: stdin, h: sha256.New(), index: i}
 				stdin = h.stdin

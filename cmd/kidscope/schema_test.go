@@ -198,6 +198,15 @@ func TestAnalyzeRunInfo(t *testing.T) {
 		t.Errorf("stdin run line %s", first)
 	}
 
+	// --no-hash: named, not hashed.
+	out, _, _ = runKidscope(t, "analyze", "-o", "json", "--no-hash", path)
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if in := d.Inputs[0]; in.SHA256 != nil || in.Unhashed == nil || *in.Unhashed != "--no-hash" || in.Name != path {
+		t.Errorf("--no-hash input %+v", in)
+	}
+
 	// A FIFO is read once, by the analysis.
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
