@@ -232,3 +232,20 @@ func TestAnalyzeRunInfo(t *testing.T) {
 		t.Error("the FIFO's packets were not all analysed: hashing took some")
 	}
 }
+
+// TestLiveJSONSchema: live -o json writes the same document, its input
+// the interface.
+func TestLiveJSONSchema(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("live needs root")
+	}
+	doc, line := analysisSchemas(t)
+	out, stderr, code := runKidscope(t, "live", "-i", "lo", "-o", "json", "--duration", "500ms", "--no-status", "-Z", "root")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	validOutput(t, doc, line, "live -o json", out, false)
+	if !strings.Contains(out, `"kind": "interface"`) || !strings.Contains(out, `"snaplen": 262144`) {
+		t.Errorf("live -o json: no interface input or snaplen:\n%s", out[:min(len(out), 2000)])
+	}
+}
