@@ -169,7 +169,7 @@ what a cap leaves out is counted in the report.`,
 	in.registerWorkers(cmd)
 	rf.register(cmd)
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
-		"json, ndjson: do not compute the SHA-256 of the inputs (it costs about a second or two per GB of CPU)")
+		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd
 }
 
