@@ -14,6 +14,9 @@ type Analysis struct {
 	Files   []string
 	Summary result.Summary
 	Result  rules.Result
+	// Run, when set, is kidscope's version, the options and the inputs,
+	// which JSON and NDJSON write.
+	Run *RunInfo
 }
 
 // AnalysisOptions say how to write it.
@@ -27,6 +30,8 @@ type AnalysisOptions struct {
 	OmitFindings bool
 	// SARIF is what -o sarif says of the run besides the analysis.
 	SARIF SARIFInvocation
+	// OmitRun leaves the run line out of ndjson: live wrote it first.
+	OmitRun bool
 }
 
 // ValidAnalyzeFormat reports whether format is one analyze and live

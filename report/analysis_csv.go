@@ -14,8 +14,9 @@ import (
 )
 
 // findingColumns are the csv columns: the JSON finding's field names, with
-// connection split into client and broker. Lists are joined with spaces;
-// null is empty.
+// connection split into client and broker, and without answer (the typed
+// form of broker_answer). expected and seen are the values in words, as
+// the table says them. Lists are joined with spaces; null is empty.
 var findingColumns = []string{
 	"rule", "severity", "file", "frame", "time", "related_frames", "related", "client", "broker",
 	"connection_id", "api_key", "api_name", "api_version", "correlation_id", "expected", "seen",
@@ -46,7 +47,7 @@ func (j *findingJSON) csvFields() []string {
 	return []string{
 		j.Rule, j.Severity, shownCell(j.File), strconv.FormatInt(j.Frame, 10), optStr(j.Time), strings.Join(rel, " "),
 		shownCell(strings.Join(relFile, " ")), j.Connection.Client, j.Connection.Broker, strconv.Itoa(j.ConnectionID),
-		opt16(j.APIKey), shownCell(optStr(j.APIName)), opt16(j.APIVersion), corr, shownCell(optStr(j.Expected)), shownCell(optStr(j.Seen)),
+		opt16(j.APIKey), shownCell(optStr(j.APIName)), opt16(j.APIVersion), corr, shownCell(j.Expected.text()), shownCell(j.Seen.text()),
 		shownCell(optStr(j.BrokerAnswer)), shownCell(j.Message), strconv.FormatBool(j.AfterGap), strings.Join(j.Also, " "),
 		strconv.FormatInt(j.Count, 10),
 	}

@@ -164,6 +164,10 @@ func incidentAnalysis() *Analysis {
 	files := []string{"captures/broker-a.pcapng", "captures/broker-b.pcap.gz"}
 	return &Analysis{
 		Files: files,
+		Run: &RunInfo{Version: "v1.4.0", Options: testOptions(), Inputs: []Input{
+			{Kind: InputFile, Name: files[0], Size: size(31877412 - 1200), SHA256: "5f7b3c0d9e2a41b8c6d0f1e2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6"},
+			{Kind: InputFile, Name: files[1], Size: size(1200), SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		}},
 		Summary: result.Summary{
 			Files: files, First: t0, Last: t0.Add(6*time.Minute + 45775*time.Millisecond),
 			Capture:     capture.Stats{Packets: 48213, Bytes: 31877412, TCP: 48100, Cut: 3, Malformed: 1},
@@ -177,6 +181,15 @@ func incidentAnalysis() *Analysis {
 			Start:  t0, End: t0.Add(300 * time.Second),
 		},
 	}
+}
+
+func size(n int64) *int64 { return &n }
+
+// testOptions are analyze's defaults on a laptop.
+func testOptions() RunOptions {
+	return RunOptions{Ports: []string{"9092", "19092-19094"}, Profile: "auto", HeaderV3: []string{"3:13"}, MinSeverity: "info",
+		UUID: "kafka", Workers: 8, MaxFrame: 100 << 20, MaxConnections: 100000, MaxBuffer: 8192, MaxBufferPerConnection: 512,
+		MaxResyncBuffer: 13107200, MaxBodyBuffer: 13107200}
 }
 
 // quietAnalysis is one file, one IPv6 connection of an old client to a
@@ -195,8 +208,13 @@ func quietAnalysis() *Analysis {
 		{Rule: rules.StreamUnanswered, Severity: rules.Info, At: at(0, 402, 6), Conn: c, ConnID: 1, Count: 1,
 			Stream: rules.Stream{Kind: rules.UnansweredRequests}},
 	}
+	opts := testOptions()
+	opts.Filter, opts.Rules, opts.UUID = "host 10.0.0.9 and port 9092", []string{"broker-*", "stream-*"}, "rfc4122"
 	return &Analysis{
 		Files: []string{"kafka-dev.pcap"},
+		Run: &RunInfo{Version: "(devel) 5724755c0ffe+dirty", Options: opts, Inputs: []Input{
+			{Kind: InputFile, Name: "kafka-dev.pcap", Unhashed: "not a regular file: read once, by the analysis"},
+		}},
 		Summary: result.Summary{
 			Files: []string{"kafka-dev.pcap"}, First: t0, Last: t0.Add(6 * time.Second),
 			Capture:     capture.Stats{Packets: 402, Bytes: 88120, TCP: 402},

@@ -15,21 +15,26 @@ import (
 
 // AnalysisSchemaVersion is the schema_version of analyze's json and ndjson
 // output. Fields may be added without changing it; none is renamed or
-// removed.
-const AnalysisSchemaVersion = 1
+// removed, and none changes type. 2: expected and seen are typed objects,
+// related frames carry their role, findings carry the broker's answer
+// typed, and the document says kidscope's version, the options and the
+// inputs (docs/schema/analysis.schema.json).
+const AnalysisSchemaVersion = 2
 
-// The types below are the JSON schema of `kidscope analyze -o json` (CLI.md,
-// README). The field order is the output order. Pointers are null when the
-// value does not exist; slices are never null.
+// The types below are the JSON schema of `kidscope analyze -o json`
+// (README; docs/schema/analysis.schema.json, which a test holds them to).
+// The field order is the output order. Pointers are null when the value
+// does not exist; slices are never null.
 
 type analysisJSON struct {
-	SchemaVersion int              `json:"schema_version"`
-	Summary       summaryJSON      `json:"summary"`
-	Findings      []findingJSON    `json:"findings"`
-	Connections   []connectionJSON `json:"connections"`
-	Instances     []instanceJSON   `json:"instances"`
-	Brokers       []brokerJSON     `json:"brokers"`
-	Matrix        matrixJSON       `json:"matrix"`
+	SchemaVersion int `json:"schema_version"`
+	runJSON
+	Summary     summaryJSON      `json:"summary"`
+	Findings    []findingJSON    `json:"findings"`
+	Connections []connectionJSON `json:"connections"`
+	Instances   []instanceJSON   `json:"instances"`
+	Brokers     []brokerJSON     `json:"brokers"`
+	Matrix      matrixJSON       `json:"matrix"`
 	// FindingCounts count every finding made of each rule on each
 	// connection that has one in findings, listed or not.
 	FindingCounts []findingCountJSON `json:"finding_counts"`
@@ -97,9 +102,11 @@ type endpointsJSON struct {
 	Broker string `json:"broker"`
 }
 
-type frameRefJSON struct {
+// relatedJSON is a frame that supports a finding, and its role.
+type relatedJSON struct {
 	File  string `json:"file"`
 	Frame int64  `json:"frame"`
+	Role  string `json:"role"`
 }
 
 type whereJSON struct {
@@ -115,16 +122,17 @@ type findingJSON struct {
 	Frame         int64          `json:"frame"`
 	Time          *string        `json:"time"`
 	RelatedFrames []int64        `json:"related_frames"`
-	Related       []frameRefJSON `json:"related"`
+	Related       []relatedJSON  `json:"related"`
 	Connection    endpointsJSON  `json:"connection"`
 	ConnectionID  int            `json:"connection_id"`
 	APIKey        *int16         `json:"api_key"`
 	APIName       *string        `json:"api_name"`
 	APIVersion    *int16         `json:"api_version"`
 	CorrelationID *int32         `json:"correlation_id"`
-	Expected      *string        `json:"expected"`
-	Seen          *string        `json:"seen"`
+	Expected      *evidenceValue `json:"expected"`
+	Seen          *evidenceValue `json:"seen"`
 	BrokerAnswer  *string        `json:"broker_answer"`
+	Answer        *answerJSON    `json:"answer"`
 	Message       string         `json:"message"`
 	AfterGap      bool           `json:"after_gap"`
 	Also          []string       `json:"also"`
@@ -223,11 +231,11 @@ func whereOf(files []string, w kafka.FrameRef) *whereJSON {
 func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON {
 	j := findingJSON{
 		Rule: f.Rule, Severity: f.Severity.String(), File: fileName(files, f.At.File), Frame: f.At.Frame,
-		Time: timeText(f.At.Time), RelatedFrames: []int64{}, Related: []frameRefJSON{},
+		Time: timeText(f.At.Time), RelatedFrames: []int64{}, Related: []relatedJSON{},
 		Connection:   endpointsJSON{Client: f.Conn.Client.String(), Broker: f.Conn.Broker.String()},
 		ConnectionID: f.ConnID,
-		Expected:     optText(valueText(f.Expected, form.format)), Seen: optText(valueText(f.Seen, form.format)),
-		BrokerAnswer: optText(answerName(f.Answer)), Message: findingMessage(f), AfterGap: f.AfterGap,
+		Expected:     newEvidenceValue(f.Expected, form.format), Seen: newEvidenceValue(f.Seen, form.format),
+		BrokerAnswer: optText(answerName(f.Answer)), Answer: newAnswerJSON(f.Answer), Message: findingMessage(f), AfterGap: f.AfterGap,
 		Also: append([]string{}, f.Also...), Count: f.Count,
 	}
 	if j.Count == 0 {
@@ -235,7 +243,7 @@ func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON
 	}
 	for _, r := range f.Related {
 		j.RelatedFrames = append(j.RelatedFrames, r.Frame.Frame)
-		j.Related = append(j.Related, frameRefJSON{File: fileName(files, r.Frame.File), Frame: r.Frame.Frame})
+		j.Related = append(j.Related, relatedJSON{File: fileName(files, r.Frame.File), Frame: r.Frame.Frame, Role: roleName(r.Role)})
 	}
 	if f.HasAPI {
 		key, ver, corr := f.APIKey, f.APIVersion, f.CorrelationID
@@ -374,7 +382,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
 	res := &a.Result
 	doc := &analysisJSON{
-		SchemaVersion: AnalysisSchemaVersion, Summary: newSummaryJSON(a),
+		SchemaVersion: AnalysisSchemaVersion, runJSON: newRunJSON(a.Run), Summary: newSummaryJSON(a),
 		Findings: []findingJSON{}, Connections: []connectionJSON{}, Instances: []instanceJSON{}, Brokers: []brokerJSON{},
 		Matrix: newMatrixJSON(&res.Matrix),
 	}
@@ -482,6 +490,11 @@ func writeAnalysisNDJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	doc := newAnalysisJSON(a, opt.UUID)
+	if !opt.OmitRun {
+		if err := enc.Encode(ndjsonRun{"run", AnalysisSchemaVersion, doc.runJSON}); err != nil {
+			return err
+		}
+	}
 	for i := range doc.Findings {
 		if opt.OmitFindings {
 			break // already streamed (live)

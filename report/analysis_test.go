@@ -149,7 +149,7 @@ func TestAnalysisJSONNames(t *testing.T) {
 				t.Errorf("JSON has no %s", p)
 			}
 		}
-		if doc["schema_version"] != float64(1) {
+		if doc["schema_version"] != float64(AnalysisSchemaVersion) || AnalysisSchemaVersion != 2 {
 			t.Errorf("schema_version = %v", doc["schema_version"])
 		}
 		for _, k := range []string{"findings", "connections", "instances", "brokers"} {
@@ -232,8 +232,11 @@ func TestAnalysisJSONNames(t *testing.T) {
 	if q.Connections[0]["instance_id"] != instA.RFC4122() {
 		t.Errorf("rfc4122 instance_id = %v", q.Connections[0]["instance_id"])
 	}
-	if q.Findings[1]["expected"] != instA.RFC4122() || q.Findings[1]["seen"] != otherX.RFC4122() {
-		t.Errorf("rfc4122 expected/seen = %v / %v", q.Findings[1]["expected"], q.Findings[1]["seen"])
+	if e, _ := lookup(q.Findings[1], "expected.id"); e != instA.RFC4122() {
+		t.Errorf("rfc4122 expected = %v", q.Findings[1]["expected"])
+	}
+	if e, _ := lookup(q.Findings[1], "seen.id"); e != otherX.RFC4122() {
+		t.Errorf("rfc4122 seen = %v", q.Findings[1]["seen"])
 	}
 }
 
@@ -335,6 +338,13 @@ func TestAnalysisNDJSON(t *testing.T) {
 			if _, ok := m["findings_by_severity"]; !ok {
 				t.Errorf("summary line without findings_by_severity: %s", sc.Text())
 			}
+		case "run":
+			if kinds["run"] > 0 || len(kinds) > 0 {
+				t.Errorf("run line not the first: %s", sc.Text())
+			}
+			if m["schema_version"] != float64(AnalysisSchemaVersion) || m["kidscope_version"] != "v1.4.0" {
+				t.Errorf("run line %s", sc.Text())
+			}
 		case "connection", "instance", "broker":
 		default:
 			t.Errorf("line of kind %q: %s", k, sc.Text())
@@ -343,7 +353,7 @@ func TestAnalysisNDJSON(t *testing.T) {
 		lastKind = k
 	}
 	want := map[string]int{"finding": len(a.Result.Findings), "connection": len(a.Result.Connections),
-		"instance": len(a.Result.Instances), "broker": len(a.Result.Brokers), "summary": 1}
+		"instance": len(a.Result.Instances), "broker": len(a.Result.Brokers), "summary": 1, "run": 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d lines of kind %s, want %d", kinds[k], k, n)
@@ -351,6 +361,11 @@ func TestAnalysisNDJSON(t *testing.T) {
 	}
 	if lastKind != "summary" {
 		t.Errorf("last line is a %s, want the summary", lastKind)
+	}
+	// live: the run line and the findings went out first.
+	live := string(render(t, a, AnalysisOptions{Format: "ndjson", OmitFindings: true, OmitRun: true}))
+	if strings.Contains(live, `"kind":"run"`) || strings.Contains(live, `"kind":"finding"`) || !strings.Contains(live, `"kind":"summary"`) {
+		t.Errorf("ndjson without run and findings:\n%s", live)
 	}
 }
 
@@ -410,6 +425,9 @@ func TestAnalysisCSV(t *testing.T) {
 		cols[c] = true
 	}
 	for k := range doc.Findings[0] {
+		if k == "answer" {
+			continue // broker_answer in words
+		}
 		if k == "connection" {
 			if !cols["client"] || !cols["broker"] {
 				t.Error("csv has no client and broker columns")
@@ -420,7 +438,7 @@ func TestAnalysisCSV(t *testing.T) {
 			t.Errorf("csv has no %s column", k)
 		}
 	}
-	if len(cols) != len(doc.Findings[0])+1 {
+	if len(cols) != len(doc.Findings[0]) {
 		t.Errorf("csv columns %v are not the JSON finding's names", recs[0])
 	}
 	if r := recs[2]; r[5] != "5 118" {

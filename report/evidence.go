@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kidscope/kidscope/decode"
@@ -13,84 +12,12 @@ import (
 // The words of findings: the rules give their evidence as values, and
 // these say it, for every format alike.
 
-// valueText says an expected or seen value, with its IDs written by id.
+// valueText says an expected or seen value, with its IDs written by id:
+// the words of its typed form (evidence_json.go), which JSON writes.
 // Capture-derived text in it (client and member IDs) is as sent: each
 // format escapes the whole.
 func valueText(v rules.Value, id func(kafka.UUID) string) string {
-	switch v.Kind {
-	case rules.ValueID:
-		return id(v.ID)
-	case rules.ValueIDNamed:
-		return namedID(v.ID, id)
-	case rules.ValueNoID:
-		return "no ID"
-	case rules.ValueNonReserved:
-		return "a non-reserved ID"
-	case rules.ValueFirstV3ID:
-		return "a non-reserved ID in the first header-v3 request"
-	case rules.ValueNoIDFirst:
-		return "no ID (the first flexible-header request carried none)"
-	case rules.ValueNoIDRepeated:
-		return "no ID (already established)"
-	case rules.ValueHeaderID:
-		return "a header instance ID"
-	case rules.ValueNoIDAnywhere:
-		return "no ID in the header or on the connection"
-	case rules.ValueNullClientID:
-		return "a null ClientId"
-	case rules.ValueClientID:
-		return "ClientId " + quote(v.Text)
-	case rules.ValueHeaderBodyID:
-		return "body ID " + id(v.ID) + " (the header's)"
-	case rules.ValueBodyID:
-		return "body ID " + namedID(v.ID, id)
-	case rules.ValueNoPushAfterEnd:
-		return "no push after the terminating one"
-	case rules.ValuePushFor:
-		return "push for " + id(v.ID)
-	case rules.ValueExchangedID:
-		return "an ID a GetTelemetrySubscriptions exchange produced"
-	case rules.ValueNewID:
-		return "a new client instance ID"
-	case rules.ValueEchoOrZero:
-		return id(v.ID) + " (echoed) or ZERO"
-	case rules.ValueSeenElsewhereID:
-		return id(v.ID) + " (already seen on another connection)"
-	case rules.ValueAccepted:
-		return "the request accepted"
-	case rules.ValueErrorCode:
-		return decode.ErrorName(v.Code)
-	case rules.ValueMemberID:
-		return "member ID " + quote(v.Text)
-	case rules.ValueGeneratedMemberID:
-		return "a client-generated member ID"
-	case rules.ValueEmptyMemberID:
-		return "an empty member ID"
-	case rules.ValueJoinGroupV4:
-		return "JoinGroup v4+ for MEMBER_ID_REQUIRED"
-	case rules.ValueJoinGroupVersion:
-		return "JoinGroup v" + strconv.Itoa(int(v.Version))
-	case rules.ValueOneAddress:
-		return "one client address (" + v.Addr.String() + ")"
-	case rules.ValueAlsoFrom:
-		return id(v.ID) + " also from " + v.Addr.String()
-	case rules.ValueOtherConnection:
-		return id(v.ID) + " (as its other open connection)"
-	case rules.ValueNotKafka:
-		return v.Text
-	}
-	return ""
-}
-
-// namedID writes the reserved IDs by name.
-func namedID(u kafka.UUID, id func(kafka.UUID) string) string {
-	switch {
-	case u.IsZero():
-		return "ZERO"
-	case u.IsOne():
-		return "ONE"
-	}
-	return id(u)
+	return newEvidenceValue(v, id).text()
 }
 
 // quote writes a capture's string in quotes, made safe to print (shown):

@@ -106,6 +106,7 @@ const (
 	RoleTerminated                      // the terminating push
 	RoleFirstSeen                       // where the ID was first seen from another client or address
 	RoleOtherConnection                 // the first frame of the client's other open connection
+	RolePrevious                        // the last request that carried the value before the one seen
 )
 
 // Related is a frame that supports a finding, and why.

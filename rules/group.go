@@ -69,12 +69,12 @@ type groupConn struct {
 	passive
 	g *groupChecker
 	// joins are the JoinGroup requests awaiting their answer, members the
-	// member ID last used per group, required this connection's keys in
-	// the checker's required (looking for them among every connection's
-	// at each close cost as much as the rest of a run with 100,000
-	// connections).
+	// member ID last used per group and the request that carried it,
+	// required this connection's keys in the checker's required (looking
+	// for them among every connection's at each close cost as much as the
+	// rest of a run with 100,000 connections).
 	joins    pairs[int32, joinRequest]
-	members  pairs[string, string]
+	members  pairs[string, assigned]
 	required []string
 }
 
@@ -117,15 +117,15 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID}})
 		}
 		last, _ := gc.members.get(group)
-		if member != "" && last != "" && member != last {
-			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: Value{Kind: ValueMemberID, Text: last},
-				seen: Value{Kind: ValueMemberID, Text: member}})
+		if member != "" && last.member != "" && member != last.member {
+			out = append(out, cand{rule: HeartbeatMemberIDChanged, expected: Value{Kind: ValueMemberID, Text: last.member},
+				seen: Value{Kind: ValueMemberID, Text: member}, related: []Related{{last.at, RolePrevious}}})
 		}
 		switch {
 		case m.Body.MemberEpoch < 0:
 			gc.members.take(group) // leaving: a new member ID may follow
 		case member != "":
-			gc.members.set(group, member)
+			gc.members.set(group, assigned{member, ev.At})
 		}
 		return out
 	}

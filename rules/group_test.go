@@ -38,7 +38,7 @@ func TestGroupChecker(t *testing.T) {
 			{rule: HeartbeatMemberIDEmpty, at: 2, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
 				related: []Related{rel(3, RoleAnswer)}, answer: answered(42)},
 			{rule: HeartbeatMemberIDChanged, at: 6, expected: member("a"), seen: member("b"),
-				related: []Related{rel(7, RoleAnswer)}, answer: answered(0)},
+				related: []Related{rel(4, RolePrevious), rel(7, RoleAnswer)}, answer: answered(0)},
 		}},
 	})
 }

@@ -118,6 +118,7 @@ func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassem
 func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
+	var noHash bool
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -154,6 +155,10 @@ what a cap leaves out is counted in the report.`,
 				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", format))
 			}
 			opt.Stdin = cmd.InOrStdin()
+			var hashes *inputHashes
+			if format == "json" || format == "ndjson" { // the formats that write the inputs' hashes
+				hashes, opt.Stdin = hashInputs(cmd.Context(), files, opt.Stdin, noHash)
+			}
 			bar := newProgressBar(files, in.noProgress)
 			if bar != nil {
 				opt.OnTick = bar.tick
@@ -168,6 +173,9 @@ what a cap leaves out is counted in the report.`,
 			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
 			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			if hashes != nil {
+				rep.Run = &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(&in, &rf, &opt), Inputs: hashes.wait()}
+			}
 			err = report.WriteAnalysis(cmd.OutOrStdout(), rep, report.AnalysisOptions{
 				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd, cmd.OutOrStdout()),
 				SARIF: report.SARIFInvocation{ToolVersion: kidscopeVersion(), ExitCode: exit,
@@ -181,6 +189,8 @@ what a cap leaves out is counted in the report.`,
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	cmd.Flags().BoolVar(&noHash, "no-hash", false,
+		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd
 }
 

@@ -261,6 +261,12 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
+	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
+		Inputs: []report.Input{{Kind: report.InputInterface, Name: lf.iface, Unhashed: "a live interface"}}}
+	runInfo.Options.Snaplen, runInfo.Options.IdleTimeout = snaplen, lf.idle
+	if in.output == "ndjson" {
+		_ = report.WriteRunLine(stdout, runInfo)
+	}
 	run, err := pipeline.Run(ctx, opt, sink)
 	collectBeforeReport()
 	sum := &run.Summary
@@ -276,9 +282,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	// Ctrl-C, --duration and --count are how live is meant to stop: the
 	// report covers everything captured.
 	sum.Interrupted = false
-	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules}
+	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules, Run: runInfo}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
-		Color: colorWanted(cmd, stdout), OmitFindings: streamOut})
+		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: streamOut})
 	if err != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 	}

@@ -371,6 +371,14 @@ wait:
 	if kinds["summary"] != 1 || kinds["connection"] == 0 || kinds["broker"] == 0 {
 		t.Errorf("the final report is missing: kinds %v", kinds)
 	}
+	// The run line first, naming the interface; every line as the JSON
+	// Schema says.
+	if kinds["run"] != 1 || len(lines) == 0 || !strings.HasPrefix(lines[0], `{"kind":"run",`) ||
+		!strings.Contains(lines[0], `"inputs":[{"kind":"interface","name":"lo",`) {
+		t.Errorf("no run line first naming the interface: kinds %v", kinds)
+	}
+	_, lineSchema := analysisSchemas(t)
+	validOutput(t, nil, lineSchema, "live", strings.Join(lines, "\n"), true)
 
 	// analyze on the written file reports the same findings.
 	out, errOut, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "-p", portList, written)
