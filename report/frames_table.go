@@ -68,10 +68,10 @@ var tableRight = [tableCols]bool{colFrame: true, colTime: true, colConn: true, c
 // cuts its column down to the width given, as far as needed. The instance
 // ID goes first, to its first 10 characters (as wide as its heading);
 // then long error lists, client IDs and API names, then each to its
-// narrowest. Numbers are never cut.
+// narrowest, the error last. Numbers are never cut.
 var tableCuts = []struct{ col, width int }{
 	{colInstanceID, 11}, {colError, 24}, {colClientID, 16}, {colAPI, 24},
-	{colError, 12}, {colClientID, 12}, {colAPI, 16}, {colPair, 8},
+	{colClientID, 12}, {colAPI, 16}, {colError, 12}, {colPair, 8},
 }
 
 // tableAlways are the columns shown even when every row leaves them empty.

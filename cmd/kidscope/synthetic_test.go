@@ -329,8 +329,10 @@ func TestFramesOutputFormats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The CSV adds every distinct code of a response in one cell.
-		wantHeader := append(append([]string(nil), frameRecordFields...), "error_codes")
+		// The CSV adds every distinct code of a response in one cell, then
+		// the columns added since (at the end: scripts read by position).
+		wantHeader := append(append([]string(nil), frameRecordFields...), "error_codes",
+			"time", "connection_id", "request_frame", "response_frame", "latency")
 		if strings.Join(rows[0], ",") != strings.Join(wantHeader, ",") {
 			t.Errorf("header %v, want %v", rows[0], wantHeader)
 		}
