@@ -172,7 +172,7 @@ func TestFramesLinks(t *testing.T) {
 		return *p
 	}
 	for _, w := range []struct {
-		frame, req, resp int64
+		frame, req, resp  int64
 		reqFile, respFile string
 		latency           float64
 	}{
