@@ -31,8 +31,8 @@ standard input.
 
 As with tshark -T fields, -e picks fields by name (repeatable, or comma lists) and
 -E shapes them: header=y|n, separator=/t|/s|CHAR, quote=d|s|n, aggregator=CHAR.
-With -e and no -o the output is tab-separated fields without a header. Fields: ` +
-			strings.Join(report.FrameFieldNames(), ", ") + ".",
+With -e and no -o the output is tab-separated fields without a header. The fields:
+` + wrapList(report.FrameFieldNames(), 88) + ".",
 		Example: `  kidscope frames capture.pcap
   kidscope frames -e frame -e api_name -e latency --api Produce capture.pcap
   kidscope frames -o tsv --connection 3 capture.pcap
@@ -103,6 +103,28 @@ With -e and no -o the output is tab-separated fields without a header. Fields: `
 	fl.StringSliceVar(&ff.apis, "api", nil, "list only these APIs: key numbers or names (Produce, 0, GetTelemetrySubscriptions, 71), repeatable")
 	fl.StringSliceVar(&ff.connections, "connection", nil, "list only these connections, by number as analyze and the CONN column number them, repeatable")
 	return cmd
+}
+
+// wrapList joins names with ", " in lines of at most width characters.
+func wrapList(names []string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+			n++
+			if n+1+len(name) > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(name)
+		n += len(name)
+	}
+	return b.String()
 }
 
 // options turns the frames flags into the writer's options and the
