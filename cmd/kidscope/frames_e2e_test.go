@@ -272,3 +272,29 @@ func TestFramesTableWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesTableSeveralFiles: with several inputs, each file is named
+// above its rows, once per run of its rows, and the heading is written
+// once.
+func TestFramesTableSeveralFiles(t *testing.T) {
+	a := "../../testdata/real/kgo-producer-kfake.pcap"
+	b := "../../testdata/real/kgo-admin-kfake.pcap"
+	out, stderr, code := runKidscope(t, "frames", "-p", mutationPorts(), a, b)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var named []string
+	for _, l := range strings.Split(out, "\n") {
+		if l == a || l == b {
+			named = append(named, l)
+		}
+	}
+	if len(named) < 2 || named[0] != a && named[0] != b || strings.Count(out, "\nFRAME ") != 1 {
+		t.Fatalf("file lines %q, %d headings:\n%s", named, strings.Count(out, "\nFRAME "), out)
+	}
+	for i := 1; i < len(named); i++ {
+		if named[i] == named[i-1] {
+			t.Errorf("%s named twice in a row", named[i])
+		}
+	}
+}
