@@ -2,15 +2,11 @@ package report
 
 import (
 	"bufio"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
@@ -45,12 +41,14 @@ func (f UUIDForm) format(u kafka.UUID) string {
 
 // FrameRecord is one Kafka message as `kidscope frames` lists it. Pointer
 // fields are null in JSON when unknown (an unmatched response has no API).
+// Its JSON names are the field names -e takes (frames_fields.go).
 type FrameRecord struct {
 	File          string  `json:"file"`
 	Frame         int64   `json:"frame"`
 	Time          string  `json:"time"`
 	Client        string  `json:"client"`
 	Broker        string  `json:"broker"`
+	ConnectionID  int     `json:"connection_id"`
 	Direction     string  `json:"direction"`
 	APIKey        *int16  `json:"api_key"`
 	APIName       string  `json:"api_name"`
@@ -64,6 +62,19 @@ type FrameRecord struct {
 	ErrorCode  *int16      `json:"error_code"`
 	ErrorName  string      `json:"error_name,omitempty"`
 	ErrorCodes []ErrorCode `json:"error_codes,omitempty"`
+	// RequestFrame is, on a response, the frame of the request it answers;
+	// RequestFile names that request's input when it is another one (a
+	// connection that runs on into the next file of a rotated capture).
+	RequestFrame *int64 `json:"request_frame"`
+	RequestFile  string `json:"request_file,omitempty"`
+	// ResponseFrame is, on a request, the frame of its response; the
+	// command fills it in when the response comes (see its hold).
+	ResponseFrame *int64 `json:"response_frame"`
+	ResponseFile  string `json:"response_file,omitempty"`
+	// Latency is the response's capture time less its request's, on both.
+	Latency *Seconds `json:"latency"`
+	// At is Time as a time, for the table's relative TIME column.
+	At time.Time `json:"-"`
 }
 
 // ErrorCode is one Kafka error code with its name.
@@ -87,12 +98,15 @@ func errorText(codes []ErrorCode) string {
 	return string(b)
 }
 
-// NewFrameRecord builds the record of a request or response event.
-func NewFrameRecord(file string, c kafka.Endpoints, e *decode.Event, form UUIDForm) FrameRecord {
+// NewFrameRecord builds the record of a request or response event of
+// connection c; files names the inputs by their index. A response's
+// request_frame and latency come from the request it answers; a request's
+// response_frame is left for SetResponse.
+func NewFrameRecord(files []string, c *kafka.Conn, e *decode.Event, form UUIDForm) FrameRecord {
 	m := &e.Msg
 	r := FrameRecord{
-		File: file, Frame: e.At.Frame, Time: e.At.Time.UTC().Format(time.RFC3339Nano),
-		Client: c.Client.String(), Broker: c.Broker.String(), Direction: e.Side.Carries(),
+		File: fileName(files, e.At.File), Frame: e.At.Frame, Time: e.At.Time.UTC().Format(time.RFC3339Nano), At: e.At.Time,
+		Client: c.Client.String(), Broker: c.Broker.String(), ConnectionID: c.ID, Direction: e.Side.Carries(),
 	}
 	if e.Side == kafka.ToBroker || m.Matched {
 		key, ver := m.Request.APIKey, m.Request.APIVersion
@@ -111,6 +125,13 @@ func NewFrameRecord(file string, c kafka.Endpoints, e *decode.Event, form UUIDFo
 		return r
 	}
 	r.CorrelationID = m.Response.CorrelationID
+	if m.Matched {
+		f, lat := m.RequestAt.Frame, Seconds(e.At.Time.Sub(m.RequestAt.Time))
+		r.RequestFrame, r.Latency = &f, &lat
+		if m.RequestAt.File != e.At.File {
+			r.RequestFile = fileName(files, m.RequestAt.File)
+		}
+	}
 	codes := m.Codes()
 	for _, c := range codes {
 		r.ErrorCodes = append(r.ErrorCodes, ErrorCode{c, decode.ErrorName(c)})
@@ -122,7 +143,19 @@ func NewFrameRecord(file string, c kafka.Endpoints, e *decode.Event, form UUIDFo
 	return r
 }
 
-// FramesSummary is the closing line of `kidscope frames`.
+// SetResponse links the record of a request to its response's: the
+// response's frame (and file, when it is another input) and the latency.
+func (r *FrameRecord) SetResponse(resp *FrameRecord) {
+	f := resp.Frame
+	r.ResponseFrame, r.Latency = &f, resp.Latency
+	if resp.File != r.File {
+		r.ResponseFile = resp.File
+	}
+}
+
+// FramesSummary is the closing line of `kidscope frames`. Its counts are
+// of the whole run, whatever the filters let through; Listed says how many
+// messages they listed.
 type FramesSummary struct {
 	Packets      int64 `json:"packets"`
 	Bytes        int64 `json:"bytes"`
@@ -136,21 +169,74 @@ type FramesSummary struct {
 	NotKafka     int64 `json:"not_kafka"`
 	SASLTokens   int64 `json:"sasl_tokens"`
 	CutPackets   int64 `json:"cut_packets"`
+	// Listed counts the messages written (requests and responses the
+	// filters let through).
+	Listed int64 `json:"listed"`
+	// Filter is what --api and --connection asked for; nil without them.
+	Filter *FramesFilter `json:"filter,omitempty"`
+	// UnlinkedRequests counts the requests written before their response
+	// came, because the hold of requests awaiting theirs was full: they
+	// have no response_frame.
+	UnlinkedRequests int64 `json:"unlinked_requests"`
+	// Hold is how many messages the hold keeps, for the text line.
+	Hold int `json:"-"`
+	// Start is the capture time of the first packet: TIME in the table
+	// counts from it.
+	Start time.Time `json:"-"`
 }
 
-// NewFramesSummary takes the figures of a run.
+// FramesFilter is what the filters of `kidscope frames` let through.
+type FramesFilter struct {
+	APIKeys     []int16 `json:"api_keys,omitempty"`
+	Connections []int   `json:"connections,omitempty"`
+}
+
+func (f *FramesFilter) String() string {
+	var parts []string
+	if len(f.APIKeys) > 0 {
+		names := make([]string, len(f.APIKeys))
+		for i, k := range f.APIKeys {
+			names[i] = decode.APIName(k)
+		}
+		parts = append(parts, "API "+strings.Join(names, ", "))
+	}
+	if len(f.Connections) > 0 {
+		ids := make([]string, len(f.Connections))
+		for i, c := range f.Connections {
+			ids[i] = strconv.Itoa(c)
+		}
+		word := "connection "
+		if len(ids) > 1 {
+			word = "connections "
+		}
+		parts = append(parts, word+strings.Join(ids, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// NewFramesSummary takes the figures of a run. Listed is every message
+// until the command sets it.
 func NewFramesSummary(s *result.Summary) FramesSummary {
 	return FramesSummary{
 		Packets: s.Capture.Packets, Bytes: s.Capture.Bytes, Connections: s.Connections,
 		Requests: s.Requests, Responses: s.Responses, Unmatched: s.Unmatched, Gaps: s.Gaps,
 		Resyncs: s.Resyncs, DecodeErrors: s.Malformed + s.Capture.Malformed,
 		NotKafka: s.NotKafka, SASLTokens: s.SASLTokens, CutPackets: s.Capture.Cut,
+		Listed: s.Requests + s.Responses, Start: s.First,
 	}
 }
 
 func (s FramesSummary) String() string {
-	return fmt.Sprintf("%d packets, %d bytes, %d connections, %d requests, %d responses, %d unmatched, %d gaps, %d resyncs, %d decode errors",
+	line := fmt.Sprintf("%d packets, %d bytes, %d connections, %d requests, %d responses, %d unmatched, %d gaps, %d resyncs, %d decode errors",
 		s.Packets, s.Bytes, s.Connections, s.Requests, s.Responses, s.Unmatched, s.Gaps, s.Resyncs, s.DecodeErrors)
+	if s.Filter != nil {
+		line += fmt.Sprintf("; %d of %d messages listed (%s)", s.Listed, s.Requests+s.Responses, s.Filter)
+	}
+	if s.UnlinkedRequests > 0 {
+		line += fmt.Sprintf("; %s written before their response came (more than %s messages waited): no response_frame on them",
+			plural(s.UnlinkedRequests, "request", "requests"), commas(int64(s.Hold)))
+	}
+	return line
 }
 
 // FramesWriter writes the records of `kidscope frames` in one format.
@@ -160,91 +246,11 @@ type FramesWriter interface {
 	Finish(s FramesSummary) error
 }
 
-// NewFramesWriter returns a writer of format table, json, ndjson or csv.
-// Every format but table streams: memory does not grow with the capture.
-func NewFramesWriter(w io.Writer, format string) (FramesWriter, error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	switch format {
-	case "table", "":
-		return &framesTable{w: bw, max: maxFrameRows}, nil
-	case "json":
-		return &framesJSON{w: bw}, nil
-	case "ndjson":
-		return &framesNDJSON{w: bw, enc: json.NewEncoder(bw)}, nil
-	case "csv":
-		return &framesCSV{w: bw, c: csv.NewWriter(bw)}, nil
-	}
-	return nil, fmt.Errorf("-o %q: frames writes table, json, ndjson or csv", format)
-}
-
-var frameColumns = []string{"file", "frame", "client", "broker", "direction", "api_key", "api_name", "api_version",
-	"correlation_id", "client_id", "instance_id", "error_code", "error_codes"}
-
-func optInt(p *int16) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.Itoa(int(*p))
-}
-
-func optStr(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-// fields are the record's CSV cells, its strings through shownCell.
-func (r *FrameRecord) fields() []string {
-	return []string{shownCell(r.File), strconv.FormatInt(r.Frame, 10), shownCell(r.Client), shownCell(r.Broker), shownCell(r.Direction),
-		optInt(r.APIKey), shownCell(r.APIName), optInt(r.APIVersion), strconv.Itoa(int(r.CorrelationID)), shownCell(optStr(r.ClientID)),
-		shownCell(optStr(r.InstanceID)), optInt(r.ErrorCode), codeList(r.ErrorCodes)}
-}
-
-// codeList joins the numbers of codes with ";" (a CSV cell).
-func codeList(codes []ErrorCode) string {
-	var b []byte
-	for i, c := range codes {
-		if i > 0 {
-			b = append(b, ';')
-		}
-		b = strconv.AppendInt(b, int64(c.Code), 10)
-	}
-	return string(b)
-}
-
-type framesCSV struct {
-	w      *bufio.Writer
-	c      *csv.Writer
-	headed bool
-}
-
-func (f *framesCSV) Add(r *FrameRecord) error {
-	if !f.headed {
-		f.headed = true
-		if err := f.c.Write(frameColumns); err != nil {
-			return err
-		}
-	}
-	return f.c.Write(r.fields())
-}
-
-func (f *framesCSV) Finish(FramesSummary) error {
-	if !f.headed {
-		if err := f.c.Write(frameColumns); err != nil {
-			return err
-		}
-	}
-	f.c.Flush()
-	if err := f.c.Error(); err != nil {
-		return err
-	}
-	return f.w.Flush()
-}
-
 type framesNDJSON struct {
-	w   *bufio.Writer
-	enc *json.Encoder
+	w      *bufio.Writer
+	enc    *json.Encoder
+	fields []*frameField // -e: only these; nil: every field
+	buf    []byte
 }
 
 type ndjsonFrame struct {
@@ -252,7 +258,18 @@ type ndjsonFrame struct {
 	*FrameRecord
 }
 
-func (f *framesNDJSON) Add(r *FrameRecord) error { return f.enc.Encode(ndjsonFrame{"frame", r}) }
+func (f *framesNDJSON) Add(r *FrameRecord) error {
+	if f.fields == nil {
+		return f.enc.Encode(ndjsonFrame{"frame", r})
+	}
+	b, err := appendJSONFields(append(f.buf[:0], `{"kind":"frame",`...), r, f.fields)
+	if err != nil {
+		return err
+	}
+	f.buf = append(b, '\n')
+	_, err = f.w.Write(f.buf)
+	return err
+}
 
 func (f *framesNDJSON) Finish(s FramesSummary) error {
 	if err := f.enc.Encode(struct {
@@ -265,8 +282,10 @@ func (f *framesNDJSON) Finish(s FramesSummary) error {
 }
 
 type framesJSON struct {
-	w *bufio.Writer
-	n int
+	w      *bufio.Writer
+	n      int
+	fields []*frameField // -e: only these; nil: every field
+	buf    []byte
 }
 
 func (f *framesJSON) Add(r *FrameRecord) error {
@@ -276,7 +295,14 @@ func (f *framesJSON) Add(r *FrameRecord) error {
 		f.w.WriteString(",\n")
 	}
 	f.n++
-	b, err := json.Marshal(r)
+	var b []byte
+	var err error
+	if f.fields == nil {
+		b, err = json.Marshal(r)
+	} else {
+		b, err = appendJSONFields(append(f.buf[:0], '{'), r, f.fields)
+		f.buf = b
+	}
 	if err != nil {
 		return err
 	}
@@ -293,60 +319,5 @@ func (f *framesJSON) Finish(s FramesSummary) error {
 		return err
 	}
 	fmt.Fprintf(f.w, "\n],\"summary\":%s}\n", b)
-	return f.w.Flush()
-}
-
-// framesTable collects rows and renders them at the end: column widths need
-// every row. It is for reading small captures, and keeps the first
-// maxFrameRows; the other formats stream every record.
-type framesTable struct {
-	w       *bufio.Writer
-	rows    [][]string
-	max     int
-	dropped int64
-}
-
-// maxFrameRows caps the rows the frames table keeps.
-const maxFrameRows = 100000
-
-func (f *framesTable) Add(r *FrameRecord) error {
-	if len(f.rows) >= f.max {
-		f.dropped++
-		return nil
-	}
-	api := r.APIName
-	if r.APIKey != nil {
-		api = fmt.Sprintf("%s(%d) v%s", r.APIName, *r.APIKey, optInt(r.APIVersion))
-	}
-	code := errorText(r.ErrorCodes)
-	dir := "→"
-	if r.Direction == "response" {
-		dir = "←"
-	}
-	row := []string{r.File, strconv.FormatInt(r.Frame, 10), r.Client, dir, r.Broker, api,
-		strconv.Itoa(int(r.CorrelationID)), optStr(r.ClientID), optStr(r.InstanceID), code}
-	for i := range row {
-		row[i] = shown(row[i])
-	}
-	f.rows = append(f.rows, row)
-	return nil
-}
-
-func (f *framesTable) Finish(s FramesSummary) error {
-	if len(f.rows) > 0 {
-		t := tablewriter.NewTable(f.w, tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header("FILE", "FRAME", "CLIENT", "", "BROKER", "API", "CORR", "CLIENT ID", "INSTANCE ID", "ERROR")
-		if err := t.Bulk(f.rows); err != nil {
-			return err
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
-	}
-	if f.dropped > 0 {
-		fmt.Fprintf(f.w, "%s not listed: the table keeps the first %s (-o csv, json and ndjson write every one)\n",
-			plural(f.dropped, "message", "messages"), commas(int64(len(f.rows))))
-	}
-	fmt.Fprintln(f.w, s.String())
 	return f.w.Flush()
 }

@@ -152,7 +152,7 @@ func TestHostileFramesEscaped(t *testing.T) {
 	}
 	for _, format := range []string{"table", "csv"} {
 		var out bytes.Buffer
-		w, err := NewFramesWriter(&out, format)
+		w, err := NewFramesWriter(&out, FramesOptions{Format: format})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,7 +92,7 @@ func completeFlags(root *cobra.Command) {
 			formats := []string{"table", "json", "ndjson", "csv", "markdown"}
 			switch cmd.Name() {
 			case "frames":
-				formats = formats[:4]
+				formats = []string{"table", "tsv", "csv", "fields", "json", "ndjson"}
 			case "analyze":
 				formats = append(formats, "sarif")
 			}

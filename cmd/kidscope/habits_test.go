@@ -59,8 +59,19 @@ func checkFormat(t *testing.T, what, format, out string) {
 			t.Errorf("%s: markdown does not start with a heading:\n%s", what, head(out))
 		}
 	case "table":
-		if !strings.HasPrefix(out, "SUMMARY\n") && !strings.HasPrefix(out, "┌") {
-			t.Errorf("%s: the table does not start with its summary or its frame:\n%s", what, head(out))
+		// analyze's starts with its summary; frames' with the file's name
+		// above its column heads.
+		lines := strings.SplitN(out, "\n", 3)
+		if !strings.HasPrefix(out, "SUMMARY\n") && (len(lines) < 2 || !strings.HasPrefix(lines[1], "FRAME ")) {
+			t.Errorf("%s: the table does not start with its summary or its file and column heads:\n%s", what, head(out))
+		}
+	case "tsv", "fields":
+		rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		for i, r := range rows {
+			if n, want := strings.Count(r, "\t"), strings.Count(rows[0], "\t"); n != want || n == 0 {
+				t.Errorf("%s: line %d has %d tabs, the first %d", what, i+1, n, want)
+				break
+			}
 		}
 	default:
 		t.Fatalf("no check for format %q", format)
@@ -84,7 +95,7 @@ func TestOutputFormatsParse(t *testing.T) {
 		code    int
 	}{
 		{"analyze", []string{"table", "json", "ndjson", "csv", "markdown"}, 1},
-		{"frames", []string{"table", "json", "ndjson", "csv"}, 0},
+		{"frames", []string{"table", "tsv", "fields", "json", "ndjson", "csv"}, 0},
 	} {
 		for _, format := range c.formats {
 			out, errOut, code := runKidscope(t, c.cmd, "-o", format, "--color", "always", file)
