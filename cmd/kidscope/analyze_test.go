@@ -14,7 +14,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 
 	"github.com/kidscope/kidscope/capture/filter"
-	"github.com/kidscope/kidscope/rules"
 )
 
 // connectionJSON and brokerJSON are the parts of a connection and a broker
@@ -266,29 +265,6 @@ func TestCaptureFilterFlags(t *testing.T) {
 	}
 	if _, stderr, code := runKidscope(t, "analyze", "-f", "port x", capture); code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "position 6") {
 		t.Errorf("bad filter: exit %d, %q", code, stderr)
-	}
-}
-
-// TestRuleExamplesAreScenarios: the example `kidscope rules ID` names is a
-// scenario whose expectations hold that rule.
-func TestRuleExamplesAreScenarios(t *testing.T) {
-	for _, r := range rules.Catalog() {
-		raw, err := os.ReadFile(filepath.Join("../../samples/captures", r.Example+".expect.json"))
-		if err != nil {
-			t.Errorf("%s: example %q: %v", r.ID, r.Example, err)
-			continue
-		}
-		var exp expectation
-		if err := json.Unmarshal(raw, &exp); err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, f := range exp.Findings {
-			found = found || f.Rule == r.ID
-		}
-		if !found {
-			t.Errorf("%s: example %q does not show it", r.ID, r.Example)
-		}
 	}
 }
 
