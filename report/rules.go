@@ -43,13 +43,16 @@ func profileText(p string) string {
 
 // RuleExample is the sample scenario that shows a rule, as the caller
 // found it (package report does not build scenarios): its name and
-// description, the file `kidscope samples DIR` writes it to, and one
-// finding of the rule that analyze reports on it, in FormatFindingText's
-// form with DIR/ before the file name ("" when not known).
+// description, the file `kidscope samples DIR` writes it to, the flags
+// analyze needs to show the finding (-v for info findings, -p for a
+// scenario's ports), and one finding of the rule that analyze reports on
+// it, in FormatFindingText's form with DIR/ before the file name ("" when
+// not known).
 type RuleExample struct {
 	Scenario    string
 	Description string
 	File        string
+	Flags       []string
 	Finding     string
 }
 
@@ -240,13 +243,14 @@ func lastRune(s string) rune {
 	return r[len(r)-1]
 }
 
-// exampleFile is the capture's path in the commands: DIR/NAME.pcapng.
-func exampleFile(ex *RuleExample) string {
+// analyzeCommand is the command that shows the example:
+// kidscope analyze [FLAGS] DIR/NAME.pcapng.
+func analyzeCommand(ex *RuleExample) string {
 	f := ex.File
 	if f == "" {
 		f = ex.Scenario + ".pcapng"
 	}
-	return "DIR/" + f
+	return strings.Join(append(append([]string{"kidscope", "analyze"}, ex.Flags...), "DIR/"+f), " ")
 }
 
 // WriteRule writes one rule's full text for `kidscope rules ID`: its
@@ -283,7 +287,7 @@ func WriteRule(w io.Writer, r rules.Rule, ex *RuleExample) error {
 			}
 			para(intro+". To see it:", "  ")
 			fmt.Fprintln(bw, "    kidscope samples DIR")
-			fmt.Fprintln(bw, shown("    kidscope analyze "+exampleFile(ex)))
+			fmt.Fprintln(bw, shown("    "+analyzeCommand(ex)))
 			if ex.Finding != "" {
 				para("It reports, among its findings:", "  ")
 				para(ex.Finding, "    ")
@@ -384,7 +388,7 @@ func writeRuleMarkdown(bw *bufio.Writer, d ruleDoc, md func(string) string) {
 				intro += ": " + md(ex.Description)
 			}
 			fmt.Fprintf(bw, "**%s.** %s. To see it:\n\n", md(p.title), intro)
-			writeFence(bw, "sh", "kidscope samples DIR\nkidscope analyze "+shown(exampleFile(ex)))
+			writeFence(bw, "sh", "kidscope samples DIR\n"+shown(analyzeCommand(ex)))
 			if ex.Finding != "" {
 				fmt.Fprintln(bw)
 				fmt.Fprintln(bw, "It reports, among its findings:")

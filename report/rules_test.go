@@ -30,7 +30,7 @@ var sampleRules = []rules.Rule{
 var sampleExamples = map[string]RuleExample{
 	"header-id-changed": {Scenario: "seed-changed", Description: "a *seed* client | changes `its` ID", File: "seed-changed.pcapng",
 		Finding: "error header-id-changed DIR/seed-changed.pcapng:10 10.0.1.10:51044 → 10.0.0.2:9092: ``` fenced; broker answer: INVALID_REQUEST"},
-	"join-member-id-required-old-version": {Scenario: "join-old-version", File: "join-old-version.pcap"},
+	"join-member-id-required-old-version": {Scenario: "join-old-version", File: "join-old-version.pcap", Flags: []string{"-v", "-p", "29092"}},
 }
 
 func sampleExample(id string) *RuleExample {
@@ -178,7 +178,7 @@ func TestRulesMarkdownEscaped(t *testing.T) {
 		"\n````text\nerror header-id-changed", "fenced; broker answer: INVALID_REQUEST\n````\n",
 		"| [`stream-gap`](#stream-gap) |", "\n### `stream-gap`\n",
 		"a \\*seed\\* client \\| changes \\`its\\` ID",
-		"kidscope analyze DIR/join-old-version.pcap\n",
+		"kidscope analyze -v -p 29092 DIR/join-old-version.pcap\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -83,6 +84,14 @@ func ruleExample(ctx context.Context, r rules.Rule) (*report.RuleExample, error)
 	ports, err := reassembly.ParsePorts(specs)
 	if err != nil {
 		return ex, fmt.Errorf("%s: %s ports: %w", r.ID, s.Name, err)
+	}
+	// The table shows info findings with -v only; a scenario off the
+	// default port needs -p to be read as Kafka at all.
+	if r.Severity == rules.Info {
+		ex.Flags = append(ex.Flags, "-v")
+	}
+	if len(specs) != 1 || specs[0] != "9092" {
+		ex.Flags = append(ex.Flags, "-p", strings.Join(specs, ","))
 	}
 	if ctx == nil {
 		ctx = context.Background()

@@ -74,8 +74,12 @@ func TestRulesExplainEveryRule(t *testing.T) {
 		if code != 0 || stderr != "" {
 			t.Fatalf("rules %s: exit %d, stderr %q", r.ID, code, stderr)
 		}
+		flags := ""
+		if r.Severity == rules.Info {
+			flags = "-v "
+		}
 		want := []string{r.ID + "\n", "  severity  " + r.Severity.String() + "\n", "\nWhat fires\n", "\nWhy it matters\n", "\nHow to fix it\n",
-			"\nExample\n", "    kidscope samples DIR\n", "    kidscope analyze DIR/" + r.Example + ".pcapng\n",
+			"\nExample\n", "    kidscope samples DIR\n", "    kidscope analyze " + flags + "DIR/" + r.Example + ".pcapng\n",
 			"It reports, among its findings:\n    " + r.Severity.String() + " " + r.ID}
 		if _, finding, _ := strings.Cut(out, "It reports"); !strings.Contains(finding, " DIR/"+r.Example+".pcapng:") {
 			t.Errorf("rules %s: the example finding does not name DIR/%s.pcapng:\n%s", r.ID, r.Example, out)
