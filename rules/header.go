@@ -91,7 +91,7 @@ var headerRules = []Rule{
 		Summary: "a later header-v3 request repeats the same ID",
 		Detail: "Under the accepted profile, a v3-header request after the connection's first one repeats the connection's ID in tag 0 instead of omitting it. " +
 			"Info: whether a repeat is allowed is unsettled upstream. A different ID is header-id-changed instead.",
-		Why:     "Nothing breaks today: the repeat costs 17 bytes per request. If upstream settles that repeats are not allowed, brokers will reject these requests.",
+		Why:     "Nothing breaks today: the repeat costs 18 bytes per request (the tag, its length and the 16-byte UUID). If upstream settles that repeats are not allowed, brokers will reject these requests.",
 		Fix:     "Client: leave tag 0 out of v3 headers after the connection's first. Broker: nothing to change.",
 		Example: "hdr-acc-id-repeated"},
 }
