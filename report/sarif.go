@@ -251,6 +251,12 @@ func newSARIFRule(r rules.Rule) sarifRule {
 		full = r.Summary
 	}
 	help := "Fires when " + r.Summary + ".\n\n" + full
+	if r.Why != "" {
+		help += "\n\nWhy it matters: " + r.Why
+	}
+	if r.Fix != "" {
+		help += "\n\nHow to fix it: " + r.Fix
+	}
 	if r.Caveat != "" {
 		help += "\n\nWhat the capture cannot show: " + r.Caveat + "."
 	}
@@ -264,7 +270,7 @@ func newSARIFRule(r rules.Rule) sarifRule {
 	}
 	sec := ""
 	if r.Section != "" {
-		sec = sectionText(r.Section)
+		sec = groupTitle(r.Section)
 	}
 	return sarifRule{
 		ID: r.ID, Name: sarifRuleName(r.ID),

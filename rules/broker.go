@@ -25,7 +25,13 @@ const BrokerRejectedValid = "broker-rejected-valid"
 var brokerRules = []Rule{
 	{ID: BrokerRejectedValid, Severity: Warning, Section: "4", Place: 9,
 		Summary: "the broker answered INVALID_REQUEST to a request no rule finds wrong",
-		Detail:  "A broker that rejects a request kidscope finds valid either checks something the rules do not, or is wrong.",
+		Detail: "The broker answered INVALID_REQUEST (42) to a request in which none of kidscope's rules finds anything wrong: " +
+			"its header ID, telemetry IDs and member IDs are consistent with the connection.",
+		Why: "The client's call failed for a reason the capture does not show: the broker checks something kidscope does not " +
+			"(another reading of KIP-1313, a body field), or it is wrong. The client gets an error that following the KIPs cannot fix.",
+		Fix: "Broker: look up the request in its log (by client address and correlation ID) to see why it was rejected, " +
+			"and compare its KIP-1313 implementation with the profile the connection was judged by (kidscope analyze --profile seed or accepted judges it by the other). " +
+			"Client: nothing, unless the broker's log names a field.",
 		Example: "tel-broker-rejects-valid"},
 }
 

@@ -7,17 +7,31 @@ import (
 )
 
 // Rule describes one rule of RULES.md: a row of the catalogue, owned by
-// the checker that applies it.
+// the checker that applies it. Its texts are all users get: `kidscope
+// rules ID` and docs/rules.md are made from them, and users do not have
+// the design documents.
 type Rule struct {
 	ID       string
 	Severity Severity
-	Section  string // RULES.md section
+	// Section is the RULES.md section, for ordering only: users see the
+	// section's title (package report names them), never its number.
+	Section string
 	// Place is the rule's position among its section's rules in RULES.md,
 	// from 1: the catalogue lists rules in the documents' order.
 	Place   int
 	Profile string // "seed", "accepted", "both" or "" (profile-independent)
-	Summary string // one line
-	Detail  string // the full text: when it fires and what it shows
+	// Summary is one line, also each finding's message: changing it
+	// changes analyze's output.
+	Summary string
+	// Detail is what fires: exactly when the rule fires, when it does not,
+	// and what its findings show.
+	Detail string
+	// Why is why it matters: what breaks for the operator of the client or
+	// the cluster when it fires.
+	Why string
+	// Fix is how to fix it, on the client and/or the broker (or in how the
+	// capture is taken, for what the capture cannot show).
+	Fix string
 	// Caveat is a limit of what the capture shows, said with each finding
 	// of the rule.
 	Caveat string
@@ -103,4 +117,63 @@ func Select(patterns []string) (ids []string, unmatched []string) {
 	}
 	sort.Strings(ids)
 	return ids, unmatched
+}
+
+// Term is a word the rules' texts use, explained once for all of them.
+type Term struct {
+	Name string
+	// Short is the meaning in a few words, for the catalogue's footer.
+	Short string
+	// Meaning is the full explanation.
+	Meaning string
+	// Profile marks the KIP-1313 profiles, which every rule with a
+	// Profile is explained with.
+	Profile bool
+	// Words are the words whose use in a rule's text calls for the term,
+	// matched as whole words (the profiles go with the rule's Profile
+	// instead: "seed" also names the seed's telemetry table).
+	Words []string
+}
+
+// Glossary returns the terms of the rules' texts, the profiles first. It
+// is built on each call so that callers cannot change another's copy.
+func Glossary() []Term {
+	return []Term{
+		{Name: "seed", Profile: true,
+			Short: "KIP-1313 as first proposed: the ID in every flexible (v2) header",
+			Meaning: "KIP-1313 as first proposed. Every request with a flexible (v2) request header may carry the client instance ID (tag 0). " +
+				"The connection's first flexible-header request decides: if it carries an ID, every later flexible-header request must carry the same ID; " +
+				"if it carries none, no later one may carry one. An explicit ZERO is the same as no ID. " +
+				"Requests with a v1 header (SaslHandshake, OffsetDelete v0, every non-flexible version) are exempt."},
+		{Name: "accepted", Profile: true,
+			Short: "reworked KIP-1313 (Kafka 4.5): the ID once, in the first v3 header",
+			Meaning: "The reworked KIP-1313, aimed at Kafka 4.5. Only requests that use request header v3 take part: " +
+				"OffsetDelete v1+, GetTelemetrySubscriptions v1+, PushTelemetry v1+, the share-group state RPCs (keys 83-87) v1+, " +
+				"what --header-v3 KEY:MINVERSION adds, and any flexible-header request that carries tag 0 (v3 and v2 headers are the same bytes). " +
+				"The connection's first v3-header request must carry a non-reserved ID and the ClientId; later v3-header requests omit the ID and send a null ClientId. " +
+				"An explicit ZERO is reserved. SaslHandshake and requests inside Envelope are exempt; v1 and v2-header requests before the first v3 one, such as ApiVersions, are not judged."},
+		{Name: "auto", Profile: true,
+			Short: "the default (--profile auto): each connection by the one it follows",
+			Meaning: "--profile auto, the default, judges each connection by the profile its own traffic follows. " +
+				"After the first request that carries a non-zero header ID, the next flexible-header request decides: it carries an ID: seed; " +
+				"no ID and a null ClientId: accepted; no ID and a ClientId: seed (and that request is a seed violation). " +
+				"A client that never sends an ID is an old client: no header rule applies, except that its first request mapped to header v3 is judged as accepted. " +
+				"Where the capture never shows which, only header-id-reserved applies. --profile seed or accepted judges every connection by one profile. " +
+				"The connections table shows the profile each connection was judged by."},
+		{Name: "ZERO, ONE", Words: []string{"ZERO", "ONE"},
+			Short:   "the reserved UUIDs: all zero, and fifteen zero bytes then 01",
+			Meaning: "The reserved UUIDs of Kafka: ZERO is 16 zero bytes, ONE is fifteen zero bytes then 01. Neither may name a client."},
+		{Name: "established ID", Words: []string{"established"},
+			Short: "the ID a connection's first ID-relevant request set",
+			Meaning: "The ID (or its absence) that a connection's first ID-relevant request set: under seed the first flexible-header request, " +
+				"under accepted the first v3-header request. On a connection the capture joined mid-stream it is the first non-zero ID seen on it."},
+		{Name: "mid-stream", Words: []string{"mid-stream"},
+			Short: "a connection whose start the capture missed",
+			Meaning: "A connection whose TCP handshake the capture did not see: it began before the capture, so its true first request is unknown " +
+				"and the rules that need it (header-id-late, header-id-missing-first) are not applied to it."},
+		{Name: "H, R, B", Words: []string{"H", "R", "B"},
+			Short: "telemetry IDs: in the header, in the request body, returned by the broker",
+			Meaning: "In the telemetry rules: H is the client instance ID in the request header, R the ClientInstanceId in a v0 request body, " +
+				"B the ClientInstanceId the broker returns in its GetTelemetrySubscriptions answer."},
+	}
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,59 @@ func TestVerdictRules(t *testing.T) {
 	want := []string{HeaderIDChanged, HeaderIDDropped, HeaderIDLate, HeaderIDMissingFirst, HeaderIDReserved, TelemetryBodyMismatch}
 	if !slices.Equal(got, want) {
 		t.Errorf("verdict rules %q, want %q", got, want)
+	}
+}
+
+// TestRuleTexts: every rule explains itself (what fires, why it matters,
+// how to fix it, an example), in words of its own rather than one text
+// shared by several, and points nobody at the design documents, which
+// users do not have.
+func TestRuleTexts(t *testing.T) {
+	why, fix := map[string]string{}, map[string]string{}
+	for _, r := range Catalog() {
+		for name, text := range map[string]string{"Summary": r.Summary, "Detail": r.Detail, "Why": r.Why, "Fix": r.Fix, "Example": r.Example} {
+			if strings.TrimSpace(text) == "" {
+				t.Errorf("%s: no %s", r.ID, name)
+			}
+		}
+		if other, ok := why[r.Why]; ok {
+			t.Errorf("%s and %s say the same of why they matter", r.ID, other)
+		}
+		if other, ok := fix[r.Fix]; ok {
+			t.Errorf("%s and %s say the same of how to fix them", r.ID, other)
+		}
+		why[r.Why], fix[r.Fix] = r.ID, r.ID
+		// The rules about the capture are fixed in how it is taken; every
+		// other one says which side, client or broker, fixes it.
+		if r.Section != "8" && !strings.Contains(r.Fix, "Client") && !strings.Contains(r.Fix, "Broker") {
+			t.Errorf("%s: the fix names neither the client nor the broker: %s", r.ID, r.Fix)
+		}
+		checkUserText(t, r.ID, r.Summary+" "+r.Detail+" "+r.Why+" "+r.Fix+" "+r.Caveat)
+	}
+	names := map[string]bool{}
+	profiles := 0
+	for _, g := range Glossary() {
+		if names[g.Name] || g.Name == "" || g.Short == "" || g.Meaning == "" {
+			t.Errorf("glossary term %q: empty or twice", g.Name)
+		}
+		names[g.Name] = true
+		if g.Profile {
+			profiles++
+		} else if len(g.Words) == 0 {
+			t.Errorf("glossary term %q: no words call for it", g.Name)
+		}
+		checkUserText(t, g.Name, g.Short+" "+g.Meaning)
+	}
+	if !names["seed"] || !names["accepted"] || profiles != 3 {
+		t.Errorf("glossary %v does not explain the profiles seed, accepted and auto", names)
+	}
+}
+
+func checkUserText(t *testing.T, what, text string) {
+	t.Helper()
+	for _, bad := range []string{"RULES.md", "shared/", "§", "PROTOCOL.md"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("%s: %q points at a document users do not have", what, bad)
+		}
 	}
 }

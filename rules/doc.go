@@ -1,10 +1,11 @@
 // Package rules owns the rule catalogue of RULES.md and applies it.
 //
 // The rules are applied by checkers, each owning its rows of the
-// catalogue (severity, section, profile, summary, detail and example
-// texts, place in the §1 precedence, whether a finding decides a broker
-// verdict), the state it needs across connections and, per connection,
-// the events it reacts to: header (the KIP-1313 profiles and their auto
+// catalogue (severity, section, profile, the texts users read: summary,
+// what fires, why it matters, how to fix it, the example scenario; place
+// in the §1 precedence, whether a finding decides a broker verdict),
+// the state it needs across connections and, per connection, the events
+// it reacts to: header (the KIP-1313 profiles and their auto
 // selection, established IDs), telemetry (KIP-714 IDs across
 // connections), broker (the KIP-1313 verdict of each broker, requests it
 // rejects that no rule finds wrong), group (member IDs), inventory

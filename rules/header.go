@@ -19,31 +19,80 @@ const (
 var headerRules = []Rule{
 	{ID: HeaderIDChanged, Severity: Error, Section: "3", Place: 1, Profile: "both", Precedence: 3, Verdict: true,
 		Summary: "a later request carries a non-zero instance ID different from the connection's established one",
-		Detail:  "Every request of a connection that carries a header client instance ID (tag 0) must carry the ID the connection established with its first ID-relevant request (seed: the first flexible-header request; accepted: the first header-v3 request; mid-stream: the first non-zero ID seen). Evidence: the establishing frame, the offending frame, both IDs, the broker's answer.",
+		Detail: "A request carries a header client instance ID (tag 0, not ZERO) that differs from the connection's established ID: " +
+			"the one its first ID-relevant request set (seed: the first flexible-header request; accepted: the first v3-header request) " +
+			"or, on a connection the capture joined mid-stream, the first non-zero ID seen on it. " +
+			"A changed ID on a telemetry request is this finding, not also telemetry-id-not-reused. " +
+			"Evidence: the frame that established the ID, the offending frame, both IDs and the broker's answer.",
+		Why: "A broker that enforces KIP-1313 keeps each connection's ID and rejects the request with INVALID_REQUEST, " +
+			"or closes the connection on it: the client's produce, fetch, commit or metadata call fails and it reconnects or retries. " +
+			"A broker that does not know KIP-1313 accepts it, but the ID no longer names one client instance: " +
+			"logs, telemetry and traces correlated by instance ID show the connection's requests as two clients.",
+		Fix: "Client: create the instance ID once per client instance, before its first connection, and send that same value in every request header on every connection. " +
+			"Look for a library that makes a new ID on reconnect or retry, or two client objects with different IDs sharing one connection. " +
+			"Broker: nothing to change: rejecting the request is what KIP-1313 asks.",
 		Example: "hdr-seed-changed"},
 	{ID: HeaderIDDropped, Severity: Error, Section: "3", Place: 2, Profile: "seed", Precedence: 4, Verdict: true,
 		Summary: "the first flexible-header request carried ID X; a later one carries none (or ZERO)",
-		Detail:  "Under the seed profile a connection whose first flexible-header request carried an ID must carry it on every later flexible-header request; header-v1 requests are exempt. An explicit ZERO counts as absent.",
+		Detail: "Under the seed profile, the connection's first flexible-header request carried ID X and a later flexible-header request carries no tag 0, " +
+			"or an explicit ZERO (the seed treats ZERO as no ID). Requests with a v1 header (SaslHandshake, OffsetDelete v0, every non-flexible version) are exempt.",
+		Why: "A broker that enforces KIP-1313 rejects the request with INVALID_REQUEST: the client sees a failed call, such as a JoinGroup or commit that errors out. " +
+			"A broker that does not know KIP-1313 accepts it, so the client works today and breaks when the brokers are upgraded; " +
+			"meanwhile its requests without the ID cannot be traced to the client instance.",
+		Fix: "Client: once the first flexible-header request of a connection carried the ID, put it in every later one, " +
+			"including requests made on paths that build their own header (group rejoins, admin calls, retries). Broker: nothing to change.",
 		Example: "hdr-seed-dropped"},
 	{ID: HeaderIDLate, Severity: Error, Section: "3", Place: 3, Profile: "seed", Precedence: 5, Verdict: true,
 		Summary: "the first flexible-header request carried no ID; a later one carries an ID",
-		Detail:  "Under the seed profile a connection whose first flexible-header request carried no ID must never carry one. Never fires on a connection whose start the capture missed.",
+		Detail: "Under the seed profile, the connection's first flexible-header request (usually ApiVersions v3) carried no ID and a later flexible-header request carries one; " +
+			"each later request with an ID is a finding. A connection judged seed whose requests before its first ID carried none gets it at that first ID. " +
+			"Never fires on a connection the capture joined mid-stream: without the true first request there is no telling.",
+		Why: "Under the seed rules the first flexible-header request decides whether the connection carries an ID at all. " +
+			"A broker that enforces KIP-1313 rejects every later request that carries one with INVALID_REQUEST, " +
+			"so a client that adds the ID after its handshake fails on its first real call (Metadata, Produce, JoinGroup). " +
+			"The usual cause is a client that sends ApiVersions before it has made its ID.",
+		Fix: "Client: create the instance ID before opening the first connection and send it from the very first flexible-header request (ApiVersions v3 and later) on; " +
+			"or send it on no request of that connection. Broker: nothing to change.",
 		Example: "hdr-seed-late"},
 	{ID: HeaderIDMissingFirst, Severity: Error, Section: "3", Place: 4, Profile: "accepted", Precedence: 2, Verdict: true,
 		Summary: "the first header-v3 request of the connection carries no ID",
-		Detail:  "Under the accepted profile the first request that uses request header v3 must carry a non-reserved client instance ID. Never fires on a connection whose start the capture missed.",
+		Detail: "Under the accepted profile, the first request of the connection that uses request header v3 carries no client instance ID. " +
+			"Requests with v1 or v2 headers before it, such as ApiVersions, are not judged. " +
+			"It also fires for an old client (one that sends no ID) at its first request whose API version is mapped to header v3, which is then judged as accepted. " +
+			"Never fires on a connection the capture joined mid-stream.",
+		Why: "In the accepted KIP-1313 the first v3-header request is where a client names itself for the whole connection: later ones omit the ID. " +
+			"Without it the broker cannot attribute any of the connection's requests to a client instance, and telemetry v1, whose body has no ID, identifies nobody. " +
+			"A broker that implements the accepted KIP rejects the request with INVALID_REQUEST.",
+		Fix: "Client: send a non-reserved client instance ID, made once per client instance, and the ClientId in the first v3-header request of every connection. " +
+			"A client that does not support KIP-1313 should use API versions mapped to header v2 (GetTelemetrySubscriptions v0, PushTelemetry v0). Broker: nothing to change.",
 		Example: "hdr-acc-missing-first"},
 	{ID: HeaderIDReserved, Severity: Error, Section: "3", Place: 5, Profile: "both", Precedence: 1, Verdict: true,
 		Summary: "a header carries ONE, or (accepted) an explicit ZERO tag",
-		Detail:  "ZERO (all zero) and ONE (…01) are reserved UUIDs. A header instance ID of ONE is always wrong; under the accepted profile an explicit ZERO tag is rejected too (under seed it means absent).",
+		Detail: "A request header's tag 0 is ONE, under either profile, or, under the accepted profile, an explicit ZERO. " +
+			"Under the seed profile an explicit ZERO means no ID, and header-id-dropped or header-id-late judge it instead. " +
+			"First in precedence: a request with a reserved ID gets this finding and no other, whose message names the others that also apply. " +
+			"On a connection whose profile the capture never shows it is the only header rule that applies.",
+		Why: "A reserved ID names no client: every client with the same bug sends it, so whatever the broker attributes by instance ID (logs, telemetry, per-client troubleshooting) merges unrelated clients. " +
+			"A broker that enforces KIP-1313 rejects the request with INVALID_REQUEST. ONE is usually an uninitialised or placeholder value leaking out of a client library.",
+		Fix: "Client: make the ID a random version-4 UUID and make a new one if it comes out as ZERO or ONE (Kafka's Uuid.randomUuid() does); " +
+			"when there is no ID, leave tag 0 out rather than sending ZERO. Broker: nothing to change.",
 		Example: "hdr-acc-reserved-zero"},
 	{ID: HeaderClientIDRepeated, Severity: Warning, Section: "3", Place: 6, Profile: "accepted", Precedence: 12,
 		Summary: "a later header-v3 request carries a non-null ClientId",
-		Detail:  "Under the accepted profile later header-v3 requests send a null ClientId; the KIP text moved between \"ignored\" and \"rejected\", hence a warning.",
+		Detail: "Under the accepted profile, a v3-header request after the connection's first one carries a non-null ClientId. " +
+			"The accepted KIP has the client send its ClientId once, with its ID, in the first v3-header request, and a null ClientId after it. " +
+			"A warning, not an error: the KIP text moved between \"ignored\" and \"rejected\" for a repeated ClientId.",
+		Why: "Depending on the final text a broker either ignores the repeated ClientId or rejects the request with INVALID_REQUEST: " +
+			"a client that repeats it works against today's brokers and may fail against a later release.",
+		Fix: "Client: after the first v3-header request of a connection, send a null ClientId in v3 headers; the broker keeps the one it was given. " +
+			"Broker: follow the final KIP text on whether to reject it.",
 		Example: "hdr-acc-client-id-repeated"},
 	{ID: HeaderIDRepeated, Severity: Info, Section: "3", Place: 7, Profile: "accepted", Precedence: 13,
 		Summary: "a later header-v3 request repeats the same ID",
-		Detail:  "Under the accepted profile later header-v3 requests omit the ID; repeating it is allowed or not depending on an unsettled upstream discussion.",
+		Detail: "Under the accepted profile, a v3-header request after the connection's first one repeats the connection's ID in tag 0 instead of omitting it. " +
+			"Info: whether a repeat is allowed is unsettled upstream. A different ID is header-id-changed instead.",
+		Why:     "Nothing breaks today: the repeat costs 18 bytes per request (the tag, its length and the 16-byte UUID). If upstream settles that repeats are not allowed, brokers will reject these requests.",
+		Fix:     "Client: leave tag 0 out of v3 headers after the connection's first. Broker: nothing to change.",
 		Example: "hdr-acc-id-repeated"},
 }
 

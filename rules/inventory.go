@@ -20,11 +20,21 @@ const (
 var inventoryRules = []Rule{
 	{ID: InstanceIDShared, Severity: Warning, Section: "7", Place: 1,
 		Summary: "one client instance ID is used from two or more client IP addresses",
-		Detail:  "A client instance ID names one client instance; seen from two addresses it is copied or not unique. Reported once per ID, on the first connection from the second address.",
+		Detail: "One client instance ID is seen in request headers from two or more client IP addresses. " +
+			"Reported once per ID, on the first connection from the second address, with a frame of the first as related.",
+		Why: "A client instance ID must name one client instance. Shared by several hosts, it merges different machines in whatever is kept by instance ID " +
+			"(logs, client telemetry, troubleshooting), and their telemetry collides. " +
+			"The usual cause is an ID baked into a container image or copied with a configuration file.",
+		Fix: "Client: make the instance ID at run time, in each process (a random UUID when the client starts), never from configuration or an image. " +
+			"If the addresses are one host (several interfaces, or NAT that changes), the finding can be ignored.",
 		Example: "inst-shared"},
 	{ID: InstanceIDSplit, Severity: Info, Section: "7", Place: 2,
 		Summary: "one client (same IP and ClientId) has overlapping connections with different instance IDs",
-		Detail:  "Overlapping connections of one client normally share its instance ID; different ones suggest several instances in one process.",
+		Detail:  "One client, by its IP address and ClientId, has connections open at the same time that carry different instance IDs.",
+		Why: "Nothing breaks: it is usually several client instances in one process (a producer and a consumer, or several consumers) that share a ClientId. " +
+			"Traced by ClientId the process shows as one client, traced by instance ID as several.",
+		Fix: "Nothing to fix when the process runs several clients; distinct ClientIds make the logs easier to read. " +
+			"If it is one client, it changes its ID between connections: make the ID once per client instance.",
 		Example: "inst-split"},
 }
 

@@ -24,40 +24,94 @@ const (
 var telemetryRules = []Rule{
 	{ID: TelemetryBodyMismatch, Severity: Error, Section: "4", Place: 1, Precedence: 7, Verdict: true,
 		Summary: "a v0 GetTelemetrySubscriptions or PushTelemetry carries header ID H ≠ ZERO and body ID ≠ H",
-		Detail:  "If a client sends an instance ID in the request header, the body's ClientInstanceId of a v0 telemetry request must equal it (seed table, last two rows); a KIP-1313 broker answers INVALID_REQUEST.",
+		Detail: "A GetTelemetrySubscriptions v0 or PushTelemetry v0 carries a header ID H (not ZERO) and a body ClientInstanceId R that is not H, ZERO included: " +
+			"the last two rows of the seed's GetTelemetrySubscriptions table (H with R = ZERO, H with R ≠ H). A client that sends H must use H for its telemetry too. " +
+			"The broker's answer to it counts for the broker's KIP-1313 verdict.",
+		Why: "A broker that knows KIP-1313 rejects it with INVALID_REQUEST: the client gets no subscription and sends no metrics, so its client telemetry is missing. " +
+			"A broker that does not know KIP-1313 ignores H: it takes R = ZERO as a request for a new ID, or R as the telemetry ID, " +
+			"so one client shows under its header ID in logs and under another ID in its metrics.",
+		Fix: "Client: when the header carries the instance ID, put the same ID in the body's ClientInstanceId: a KIP-1313 client makes its own ID and does not ask the broker for one (R = ZERO). " +
+			"Or use telemetry v1, whose body has no ID. Broker: nothing to change: INVALID_REQUEST is the right answer.",
 		Example: "gts-row5-body-differs"},
 	{ID: TelemetryIDNotReused, Severity: Error, Section: "4", Place: 2, Precedence: 9,
 		Summary: "a later telemetry request of the same client instance carries another ID, or ZERO, after it got telemetry ID X",
-		Detail:  "After a client got telemetry ID X (assigned by the broker, or sent and accepted), its later GetTelemetrySubscriptions and PushTelemetry requests (same connection, or a connection linked by the same header ID) must carry X.",
+		Detail: "After a client got telemetry ID X (the broker returned it in a GetTelemetrySubscriptions answer, or the client sent it and the broker answered NONE), " +
+			"a later GetTelemetrySubscriptions or PushTelemetry of the same client instance carries a different ID or ZERO: " +
+			"on the same connection, or on another connection linked to it by the same header ID.",
+		Why: "The broker keeps subscriptions and pushed metrics by the ID. A push under another ID is answered UNKNOWN_SUBSCRIPTION_ID (117) and its metrics are dropped; " +
+			"a new request with ZERO makes the broker hand out a new ID, so one client's metrics split across several instances. " +
+			"Per-client telemetry shows gaps, or clients that do not exist.",
+		Fix: "Client: keep the telemetry ID it was given (or its own instance ID) for the life of the client instance, across reconnects and brokers, " +
+			"and ask again with that same ID when a push is answered UNKNOWN_SUBSCRIPTION_ID. Broker: nothing to change.",
 		Example: "tel-assigned-not-reused"},
 	{ID: TelemetryPushReservedID, Severity: Error, Section: "4", Place: 3, Precedence: 6,
 		Summary: "a PushTelemetry identifies itself by ZERO or ONE",
-		Detail:  "The ID a PushTelemetry identifies itself by (v0: its body; v1: its header, or the connection's established ID) must not be reserved; the broker answers INVALID_REQUEST.",
+		Detail: "The ID a PushTelemetry identifies itself by is ZERO or ONE: a v0 push by its body ClientInstanceId; " +
+			"a v1 push by its header ID or, without one, by the connection's established ID.",
+		Why: "The broker answers INVALID_REQUEST and drops the metrics: the client pushes without having got an ID, or lost the one it had, and its telemetry never reaches the metrics backend.",
+		Fix: "Client: push only with the ID a GetTelemetrySubscriptions exchange gave or accepted (v0: in the body; v1: in the header, or on a connection that established a non-reserved ID). " +
+			"Broker: nothing to change.",
 		Example: "tel-push-zero"},
 	{ID: TelemetryPushAfterTerminate, Severity: Error, Section: "4", Place: 4, Precedence: 10,
 		Summary: "a PushTelemetry for an instance ID after a terminating push for that ID, with no exchange re-issuing the ID since",
-		Detail:  "After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) or accepted it (the client identified itself by it and the broker answered NONE). Pushes for the ID after such an exchange are not reported; if the broker gave the ID to another client that asked for a new one, that answer is reported as broker-id-reissued. Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported.",
+		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: " +
+			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) " +
+			"or accepted it (the client identified itself by it and the broker answered NONE). " +
+			"Pushes for the ID after such an exchange are not reported; if the broker gave the ID to another client that asked for a new one, that answer is broker-id-reissued. " +
+			"Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported.",
+		Why: "A terminating push tells the broker that the client instance is closing and its subscription can go. " +
+			"A later push for the ID is rejected (INVALID_REQUEST or UNKNOWN_SUBSCRIPTION_ID) and its metrics are lost. " +
+			"It means the client sent its terminating push before it really stopped, or went on using the instance after closing it.",
+		Fix: "Client: send Terminating = true only in the last push of a closing instance; an instance that goes on must get a subscription again with GetTelemetrySubscriptions before it pushes. " +
+			"Broker: nothing to change.",
 		Example: "tel-push-after-terminating"},
 	{ID: TelemetryIDMissing, Severity: Error, Section: "4", Place: 5, Precedence: 8,
 		Summary: "a v1 telemetry request with no header ID on a connection that has no ID either",
-		Detail:  "Telemetry v1 bodies carry no ClientInstanceId: the header (or the connection's established ID) is all that identifies the client.",
+		Detail: "A GetTelemetrySubscriptions v1 or PushTelemetry v1 carries no header ID, on a connection that has no established ID either. " +
+			"Telemetry v1 bodies have no ClientInstanceId: the header, or the connection's established ID, is all that identifies the client.",
+		Why: "Nothing tells the broker which client instance the subscription or the metrics belong to: it rejects the request with INVALID_REQUEST and the client's telemetry is lost.",
+		Fix: "Client: use telemetry v1 only with KIP-1313 header IDs: send the instance ID in the connection's first v3-header request (a v1 telemetry request is one). " +
+			"Otherwise use v0, with the ID in the body. Broker: nothing to change.",
 		Example: "tel-v1-header-id"},
 	{ID: TelemetryPushUnknownID, Severity: Warning, Section: "4", Place: 6, Precedence: 11,
 		Summary: "a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted",
-		Detail:  "A push should use an ID a GetTelemetrySubscriptions exchange produced. The capture may simply have started after that exchange.",
-		Caveat:  "the capture may have started after it",
+		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection, assigned (B, answered NONE) " +
+			"or accepted (the ID the request identified itself by, answered NONE: v0 its body, v1 its header or its connection's established ID). " +
+			"A warning: the capture may simply have started after that exchange.",
+		Caveat: "the capture may have started after it",
+		Why: "If no exchange ever produced the ID, the broker has no subscription for it: the push is answered UNKNOWN_SUBSCRIPTION_ID and its metrics are dropped. " +
+			"The client may have made the ID up, or kept it from another cluster or an earlier run.",
+		Fix: "First rule out a late capture: capture from the client's start. Client: get a subscription with GetTelemetrySubscriptions, and push with the ID it returned or accepted. " +
+			"Broker: nothing to change.",
 		Example: "tel-push-unknown-id"},
 	{ID: BrokerIDNotAssigned, Severity: Error, Section: "4", Place: 7,
 		Summary: "a GetTelemetrySubscriptions with R = ZERO and no H was answered NONE with B = ZERO",
-		Detail:  "An initial KIP-714 request asks the broker for an ID; answering NONE without one leaves the client with nothing to use.",
+		Detail: "A GetTelemetrySubscriptions v0 with body ID R = ZERO and no header ID, the first row of the seed's table (a KIP-714 client asking for its telemetry ID), " +
+			"is answered NONE with ClientInstanceId B = ZERO.",
+		Why: "The client asked for its telemetry ID and got none: it has nothing to push with, so it sends no telemetry or asks again and again, and its metrics never arrive. The fault is the broker's.",
+		Fix: "Broker: answer an initial GetTelemetrySubscriptions with a new random, non-reserved ID, as Apache Kafka does; " +
+			"check the version of the broker, or of a proxy between client and broker, that answered it. Client: nothing to change.",
 		Example: "tel-broker-no-id"},
 	{ID: BrokerIDConflict, Severity: Warning, Section: "4", Place: 8,
 		Summary: "a GetTelemetrySubscriptions with R ≠ ZERO was answered with another non-zero ID",
-		Detail:  "Apache brokers echo R (or answer ZERO); any other ID is wrong.",
+		Detail: "A GetTelemetrySubscriptions v0 whose body names the client's ID (R ≠ ZERO) is answered with a ClientInstanceId B that is neither ZERO nor R. " +
+			"Apache brokers echo R, or answer ZERO as the seed's table has it; any other ID is wrong.",
+		Why: "The client is told its ID is not the one it uses: a client that takes B splits its metrics between two IDs, and one that keeps R may not match the subscription the broker keeps. " +
+			"Either way per-client telemetry cannot be trusted.",
+		Fix: "Broker: for a request that names its ID, keep that ID (echo R, or return ZERO); make a new one only for R = ZERO. " +
+			"Look at non-Apache brokers and proxies in the path. Client: keep using R.",
 		Example: "tel-broker-id-conflict"},
 	{ID: BrokerIDReissued, Severity: Warning, Section: "4", Place: 10,
 		Summary: "a GetTelemetrySubscriptions asking for a new ID was answered with an ID already seen on another connection",
-		Detail:  "A client that has no telemetry ID asks for one with GetTelemetrySubscriptions v0: body ClientInstanceId ZERO and no instance ID in the header. The broker must answer with a new ID, unique to that client. This answer (NONE) gave an ID the capture had already seen on another connection: assigned there by a broker, or used there as a header or telemetry ID (connections with the same header instance ID are one client and do not count). Two clients now share one telemetry ID; librdkafka's mock cluster, for one, gives every client the same ID. The fault is the broker's, not the clients': their pushes with the ID are not reported as pushes after another client's terminating push. Reported at the response, once per answer; related frames: where the ID was first seen on another connection, and the request.",
+		Detail: "A client that has no telemetry ID asks for one with GetTelemetrySubscriptions v0: body ClientInstanceId ZERO and no instance ID in the header. " +
+			"This answer (NONE) gave an ID the capture had already seen on another connection: assigned there by a broker, or used there as a header or telemetry ID " +
+			"(connections with the same header instance ID are one client and do not count). " +
+			"Their pushes with the ID are not reported as pushes after another client's terminating push: the fault is the broker's. " +
+			"Reported at the response, once per answer; related frames: where the ID was first seen on another connection, and the request.",
+		Why: "Two client instances now share one telemetry ID: their metrics merge in the telemetry backend, and one client's terminating push ends the subscription the other still uses. " +
+			"Per-client dashboards and alerts are wrong. librdkafka's mock cluster, for one, gives every client the same ID.",
+		Fix: "Broker: make a new random ID for every request that asks for one, and never hand out an ID twice. " +
+			"Client: nothing to change; a KIP-1313 client avoids the problem by making its own ID and sending it (H = R).",
 		Example: "tel-broker-reissues-id"},
 }
 
