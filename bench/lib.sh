@@ -44,11 +44,18 @@ kidscope_variants() {
 	printf 'all workers (%s)\t--workers %s\n' "$NCPU" "$NCPU"
 }
 
-# load SIZE CONNS SEED prints the path of that load, generating it unless
-# one made by the same generator source with the same flags is there.
+# load SIZE CONNS SEED [TLS_SUITE] prints the path of that load, generating
+# it unless one made by the same generator source with the same flags is
+# there. With TLS_SUITE (aes128-gcm, aes256-gcm, chacha20-poly1305) every
+# connection is TLS 1.3 and the key log is FILE.keys.
 load() {
-	local size=$1 conns=$2 seed=$3
+	local size=$1 conns=$2 seed=$3 suite=${4:-}
 	local f=$WORK/load-$size-c$conns-s$seed.pcap
+	local -a tlsflags=()
+	if [[ -n $suite ]]; then
+		f=$WORK/load-$size-c$conns-s$seed-tls-$suite.pcap
+		tlsflags=(-tls -tls-suite "$suite" -keylog "$f.keys")
+	fi
 	local stamp
 	# The generator's own Go files and those of the module's packages it
 	# is built from (go.sum stands for the other modules').
@@ -56,13 +63,13 @@ load() {
 		cd "$REPO"
 		go list -deps -f '{{with .Module}}{{if .Main}}{{range $.GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}{{end}}{{end}}' ./bench/loadgen |
 			xargs cat go.mod go.sum | sha256sum | cut -c1-16
-	) -bytes $size -conns $conns -seed $seed"
-	if [[ -f $f && -f $f.expect.json && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
+	) -bytes $size -conns $conns -seed $seed${suite:+ -tls $suite}"
+	if [[ -f $f && -f $f.expect.json && (-z $suite || -f $f.keys) && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
 		note "reusing $f"
 	else
-		note "generating $f ($size, $conns connections, seed $seed)"
-		rm -f "$f" "$f.stamp" "$f.expect.json" "${f%.pcap}".cut*
-		"$BIN/loadgen" -q -bytes "$size" -conns "$conns" -seed "$seed" -o "$f" -expect "$f.expect.json"
+		note "generating $f ($size, $conns connections, seed $seed${suite:+, TLS 1.3 $suite})"
+		rm -f "$f" "$f.stamp" "$f.expect.json" "$f.keys" "${f%.pcap}".cut*
+		"$BIN/loadgen" -q -bytes "$size" -conns "$conns" -seed "$seed" "${tlsflags[@]}" -o "$f" -expect "$f.expect.json"
 		echo "$stamp" >"$f.stamp"
 	fi
 	echo "$f"
