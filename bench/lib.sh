@@ -44,11 +44,18 @@ kidscope_variants() {
 	printf 'all workers (%s)\t--workers %s\n' "$NCPU" "$NCPU"
 }
 
-# load SIZE CONNS SEED prints the path of that load, generating it unless
-# one made by the same generator source with the same flags is there.
+# load SIZE CONNS SEED [TLS_SUITE] prints the path of that load, generating
+# it unless one made by the same generator source with the same flags is
+# there. With TLS_SUITE (aes128-gcm, aes256-gcm, chacha20-poly1305) every
+# connection is TLS 1.3 and the key log is FILE.keys.
 load() {
-	local size=$1 conns=$2 seed=$3
+	local size=$1 conns=$2 seed=$3 suite=${4:-}
 	local f=$WORK/load-$size-c$conns-s$seed.pcap
+	local -a tlsflags=()
+	if [[ -n $suite ]]; then
+		f=$WORK/load-$size-c$conns-s$seed-tls-$suite.pcap
+		tlsflags=(-tls -tls-suite "$suite" -keylog "$f.keys")
+	fi
 	local stamp
 	# The generator's own Go files and those of the module's packages it
 	# is built from (go.sum stands for the other modules').
@@ -56,13 +63,13 @@ load() {
 		cd "$REPO"
 		go list -deps -f '{{with .Module}}{{if .Main}}{{range $.GoFiles}}{{$.Dir}}/{{.}}{{"\n"}}{{end}}{{end}}{{end}}' ./bench/loadgen |
 			xargs cat go.mod go.sum | sha256sum | cut -c1-16
-	) -bytes $size -conns $conns -seed $seed"
-	if [[ -f $f && -f $f.expect.json && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
+	) -bytes $size -conns $conns -seed $seed${suite:+ -tls $suite}"
+	if [[ -f $f && -f $f.expect.json && (-z $suite || -f $f.keys) && "$(cat "$f.stamp" 2>/dev/null)" == "$stamp" ]]; then
 		note "reusing $f"
 	else
-		note "generating $f ($size, $conns connections, seed $seed)"
-		rm -f "$f" "$f.stamp" "$f.expect.json" "${f%.pcap}".cut*
-		"$BIN/loadgen" -q -bytes "$size" -conns "$conns" -seed "$seed" -o "$f" -expect "$f.expect.json"
+		note "generating $f ($size, $conns connections, seed $seed${suite:+, TLS 1.3 $suite})"
+		rm -f "$f" "$f.stamp" "$f.expect.json" "$f.keys" "${f%.pcap}".cut*
+		"$BIN/loadgen" -q -bytes "$size" -conns "$conns" -seed "$seed" "${tlsflags[@]}" -o "$f" -expect "$f.expect.json"
 		echo "$stamp" >"$f.stamp"
 	fi
 	echo "$f"
@@ -99,20 +106,23 @@ add_case() {
 	local IFS=$'\x1f'
 	CASE_CMD+=("$*")
 	WALLS+=("")
+	CPUS+=("")
 	PEAKS+=("")
 }
 
-# reset_cases forgets the cases (and their results: MEDIAN seconds, MBPS,
-# PPS, the input's BYTES and PKTS, and the PEAK RSS in KiB of case I, filled
-# by summarise) for a new table.
+# reset_cases forgets the cases (and their results: MEDIAN seconds, the
+# median CPU seconds, MBPS, PPS, the input's BYTES and PKTS, and the PEAK
+# RSS in KiB of case I, filled by summarise) for a new table.
 reset_cases() {
 	CASE_LABEL=()
 	CASE_FILE=()
 	CASE_OUT=()
 	CASE_CMD=()
 	WALLS=()
+	CPUS=()
 	PEAKS=()
 	MEDIAN=()
+	CPU=()
 	MBPS=()
 	PPS=()
 	BYTES=()
@@ -122,19 +132,21 @@ reset_cases() {
 reset_cases
 
 # once I [record]: runs case I under GNU time; wall time from bash's
-# microsecond clock, peak RSS (KiB) from GNU time.
+# microsecond clock, peak RSS (KiB) and CPU time (user + system) from GNU
+# time. CPU time is what other tenants of a busy machine disturb least.
 once() {
 	local i=$1 record=${2:-}
 	local -a cmd
 	IFS=$'\x1f' read -r -a cmd <<<"${CASE_CMD[$i]}"
 	local t0=$EPOCHREALTIME
-	if ! /usr/bin/time -f %M -o "$WORK/rss" "${cmd[@]}" >"${CASE_OUT[$i]}" 2>"$WORK/stderr"; then
+	if ! /usr/bin/time -f '%M %U %S' -o "$WORK/rss" "${cmd[@]}" >"${CASE_OUT[$i]}" 2>"$WORK/stderr"; then
 		die "${CASE_LABEL[$i]}: ${cmd[*]}: failed: $(tail -3 "$WORK/stderr")"
 	fi
 	local t1=$EPOCHREALTIME
 	if [[ -n $record ]]; then
 		WALLS[i]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }') "
-		PEAKS[i]+="$(tail -1 "$WORK/rss") "
+		PEAKS[i]+="$(tail -1 "$WORK/rss" | awk '{ print $1 }') "
+		CPUS[i]+="$(tail -1 "$WORK/rss" | awk '{ printf "%.2f", $2 + $3 }') "
 	fi
 }
 
@@ -159,6 +171,7 @@ summarise() {
 	local i
 	for i in "${!CASE_LABEL[@]}"; do
 		MEDIAN[i]=$(median <<<"${WALLS[$i]}")
+		CPU[i]=$(median <<<"${CPUS[$i]}")
 		BYTES[i]=$(stat -c %s "${CASE_FILE[$i]}")
 		PKTS[i]=$(packets "${CASE_FILE[$i]}")
 		PEAK[i]=$(maximum <<<"${PEAKS[$i]}")
@@ -170,11 +183,11 @@ summarise() {
 # table prints the cases as one Markdown table.
 table() {
 	local i
-	echo "| case | input | MB | packets | median s | MB/s | packets/s | peak RSS MB |"
-	echo "|---|---|--:|--:|--:|--:|--:|--:|"
+	echo "| case | input | MB | packets | median s | cpu s | MB/s | packets/s | peak RSS MB |"
+	echo "|---|---|--:|--:|--:|--:|--:|--:|--:|"
 	for i in "${!CASE_LABEL[@]}"; do
-		printf '| %s | %s | %.1f | %d | %.3f | %s | %s | %.1f |\n' "${CASE_LABEL[$i]}" "$(basename "${CASE_FILE[$i]}")" \
-			"$(awk -v b="${BYTES[$i]}" 'BEGIN { print b / 1e6 }')" "${PKTS[$i]}" "${MEDIAN[$i]}" "${MBPS[$i]}" \
+		printf '| %s | %s | %.1f | %d | %.3f | %.2f | %s | %s | %.1f |\n' "${CASE_LABEL[$i]}" "$(basename "${CASE_FILE[$i]}")" \
+			"$(awk -v b="${BYTES[$i]}" 'BEGIN { print b / 1e6 }')" "${PKTS[$i]}" "${MEDIAN[$i]}" "${CPU[$i]}" "${MBPS[$i]}" \
 			"$(awk -v n="${PPS[$i]}" 'BEGIN { printf "%d", n }')" "$(awk -v k="${PEAK[$i]}" 'BEGIN { print k * 1024 / 1e6 }')"
 	done
 }

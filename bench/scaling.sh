@@ -36,7 +36,7 @@ done
 build
 echo
 machine
-echo "Each case: $RUNS timed runs after $WARMUP warm-up, the cases of a table taking turns; median wall time; peak RSS is the largest of the runs."
+echo "Each case: $RUNS timed runs after $WARMUP warm-up, the cases of a table taking turns; median wall time and CPU time (user + system); peak RSS is the largest of the runs."
 echo "kidscope: ${KID_ARGS[*]} FILE > /dev/null."
 
 # section TITLE times the cases and prints their table and the ratios of

@@ -20,7 +20,11 @@ type Report struct {
 		Malformed   int64 `json:"malformed"`
 		NotKafka    int64 `json:"not_kafka"`
 	} `json:"summary"`
-	Findings []ReportFinding `json:"findings"`
+	Findings    []ReportFinding `json:"findings"`
+	Connections []struct {
+		Client string  `json:"client"`
+		TLS    *string `json:"tls"`
+	} `json:"connections"`
 }
 
 // ReportFinding is one finding of the report.
@@ -88,6 +92,21 @@ func compare(rep *Report, exp *Expectation) []string {
 		s.Connections != int64(exp.Connections) {
 		diffs = append(diffs, fmt.Sprintf("summary: %d requests, %d responses (%d unmatched), %d connections; the load has %d, %d (%d), %d",
 			s.Requests, s.Responses, s.Unmatched, s.Connections, exp.Requests, exp.Responses, exp.Unmatched, exp.Connections))
+	}
+	// Every connection decrypted, with the suite of the load (or none).
+	wrongTLS := 0
+	for _, c := range rep.Connections {
+		if got := ""; c.TLS == nil && exp.TLS != "" || c.TLS != nil && *c.TLS != exp.TLS {
+			if c.TLS != nil {
+				got = *c.TLS
+			}
+			if wrongTLS++; wrongTLS <= 3 {
+				diffs = append(diffs, fmt.Sprintf("connection %s: TLS %q, the load has %q", c.Client, got, exp.TLS))
+			}
+		}
+	}
+	if wrongTLS > 3 {
+		diffs = append(diffs, fmt.Sprintf("%d connections in all with another TLS than the load's", wrongTLS))
 	}
 	if s.Gaps+s.Malformed+s.Unanswered+s.NotKafka != 0 {
 		diffs = append(diffs, fmt.Sprintf("summary: %d gaps, %d malformed, %d unanswered, %d not Kafka; the load has none",

@@ -21,18 +21,19 @@ const (
 
 // config is what the flags say.
 type config struct {
-	target      int64   // stop starting exchanges once the file is this large
-	conns       int     // connections open at once at the peak, all kinds
-	seed        uint64  //
-	midstream   int     // connections open before the capture starts
-	closes      int     // connections closed during the capture (reconnects and restarts)
-	brokers     int     //
-	ooo         float64 // fraction of data segments overtaken by the next one
-	dup         float64 // fraction of data segments retransmitted
-	rate        int64   // capture-time bytes per second
-	concurrency int     // exchanges in flight at once
-	groupWeight int     // group connections are picked this many times as often
-	noPlants    bool    // leave out the planted violations
+	target      int64     // stop starting exchanges once the file is this large
+	conns       int       // connections open at once at the peak, all kinds
+	seed        uint64    //
+	midstream   int       // connections open before the capture starts
+	closes      int       // connections closed during the capture (reconnects and restarts)
+	brokers     int       //
+	ooo         float64   // fraction of data segments overtaken by the next one
+	dup         float64   // fraction of data segments retransmitted
+	rate        int64     // capture-time bytes per second
+	concurrency int       // exchanges in flight at once
+	groupWeight int       // group connections are picked this many times as often
+	noPlants    bool      // leave out the planted violations
+	tls         *tlsSuite // every connection is TLS 1.3 with this suite; nil: plaintext
 }
 
 // role is what a connection does in the steady state, as clients split
@@ -110,8 +111,9 @@ type conn struct {
 	pid       int64 // producer ID
 	sessionID int32 // fetch session
 	sessEpoch int32
-	firstData int64 // frame of its first packet with data or a SYN: where kidscope starts it
-	seen      bool  // a packet of it is in the capture
+	firstData int64    // frame of its first packet with data or a SYN: where kidscope starts it
+	seen      bool     // a packet of it is in the capture
+	tls       *tlsConn // its record keys once the TLS handshake is made (-tls)
 }
 
 func (c *conn) clientAddr() string {
@@ -122,10 +124,14 @@ func (c *conn) brokerAddr() string {
 	return fmt.Sprintf("%d.%d.%d.%d:%d", c.srv.ip[0], c.srv.ip[1], c.srv.ip[2], c.srv.ip[3], brokerPort)
 }
 
-// message is one Kafka frame.
+// message is one Kafka frame (or, with -tls, a TLS handshake flight or
+// alert: hs).
 type message struct {
 	dir      int
 	data     []byte
+	wire     []byte // what is sent: data sealed in TLS records (-tls); nil: data as it is
+	hs       bool   // not a Kafka message: TLS handshake messages or an alert
+	ctype    byte   // the TLS content type data is sealed as; 0: application data
 	key, ver int16
 	corr     int32
 	resp     bool
@@ -222,6 +228,7 @@ type gen struct {
 	nclosed  int
 	plants   []*plant
 	mids     []*conn // the connections open before the capture
+	tls      *tlsState
 	stopping bool
 	st       stats
 	frees    [][]byte // message buffers of finished exchanges, to reuse
@@ -255,6 +262,9 @@ func generateWith(cfg config, w io.Writer, onMessage func(*conn, *message)) (*ge
 	}
 	g.start = g.now
 	g.onMessage = onMessage
+	if cfg.tls != nil {
+		g.tls = newTLSState(cfg.tls, cfg.seed)
+	}
 	g.init()
 	g.run()
 	if g.err == nil {
@@ -506,9 +516,15 @@ func (g *gen) finish(x *exchange) {
 		}
 	}
 	for _, s := range x.steps {
-		if s.m != nil && cap(s.m.data) <= 4<<20 {
-			g.frees = append(g.frees, s.m.data)
-			s.m.data = nil
+		// The handshake's buffers are small and share arrays: left to the
+		// collector.
+		if s.m != nil && !s.m.hs {
+			for _, b := range [][]byte{s.m.data, s.m.wire} {
+				if b != nil && cap(b) <= 4<<20 {
+					g.frees = append(g.frees, b)
+				}
+			}
+			s.m.data, s.m.wire = nil, nil
 		}
 	}
 	if len(g.frees) > 256 {
@@ -595,6 +611,9 @@ func (g *gen) takeIdle(ok func(*conn) bool) *conn {
 func (g *gen) setup(c *conn) []step {
 	c.seq = [2]uint32{g.rng.Uint32(), g.rng.Uint32()}
 	steps := []step{{kind: stepSYN}, {kind: stepSYNACK}, {kind: stepACK}}
+	if g.tls != nil {
+		steps = append(steps, g.tlsHandshake(c)...)
+	}
 	steps = append(steps, g.apiVersions(c)...)
 	steps = append(steps, g.metadata(c, headerID{})...)
 	if c == c.inst.primary {
@@ -668,6 +687,9 @@ func (g *gen) closeExchange(c *conn, restart bool) *exchange {
 	} else if g.rng.IntN(2) == 0 {
 		first = toClient // the broker closes an idle connection
 	}
+	if c.tls != nil {
+		steps = append(steps, closeNotify(first))
+	}
 	steps = append(steps, step{kind: stepFIN, dir: first}, step{kind: stepFIN, dir: 1 - first}, step{kind: stepACK, dir: first})
 	return &exchange{c: c, steps: steps, after: func() {
 		c.closed = true
@@ -718,6 +740,7 @@ func (g *gen) nextPacket(x *exchange) *queued {
 			c.seq[s.dir]++
 			g.st.control++
 		case stepData:
+			g.sealMessage(c, s.m)
 			g.segment(x, s.m)
 		}
 	}
@@ -735,18 +758,22 @@ func (g *gen) nextPacket(x *exchange) *queued {
 func (g *gen) segment(x *exchange, m *message) {
 	c := x.c
 	d, r := m.dir, 1-m.dir
-	n := (len(m.data) + mss - 1) / mss
+	data := m.data
+	if m.wire != nil {
+		data = m.wire
+	}
+	n := (len(data) + mss - 1) / mss
 	m.segsLeft = n
 	base := c.seq[d]
 	ack := c.seq[r]
 	seg := func(i int, first bool) queued {
 		off := i * mss
-		end := min(off+mss, len(m.data))
+		end := min(off+mss, len(data))
 		fl := uint8(flagACK)
-		if end == len(m.data) {
+		if end == len(data) {
 			fl |= flagPSH
 		}
-		return queued{dir: d, flags: fl, seq: base + uint32(off), ack: ack, payload: m.data[off:end], m: m, first: first}
+		return queued{dir: d, flags: fl, seq: base + uint32(off), ack: ack, payload: data[off:end], m: m, first: first}
 	}
 	pure := func(upTo uint32) queued {
 		g.st.pureAcks++
@@ -778,7 +805,7 @@ func (g *gen) segment(x *exchange, m *message) {
 			unacked = 0
 		}
 	}
-	c.seq[d] = base + uint32(len(m.data))
+	c.seq[d] = base + uint32(len(data))
 	if m.resp && unacked > 0 {
 		x.q = append(x.q, pure(c.seq[d]))
 	}
@@ -818,7 +845,7 @@ func (g *gen) emit(c *conn, q *queued) {
 	g.now += int64(float64(len(q.payload)+66+16)*g.nsPerB*(0.2+1.6*g.rng.Float64())) + 500
 	if m := q.m; m != nil && q.first {
 		m.segsLeft--
-		if m.segsLeft == 0 && !m.partial {
+		if m.segsLeft == 0 && !m.partial && !m.hs {
 			m.frame = frame
 			if m.resp {
 				g.st.resps[m.key]++

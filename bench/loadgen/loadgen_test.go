@@ -304,7 +304,15 @@ func TestKidscopeFindsThePlantedViolations(t *testing.T) {
 		}
 	}
 
-	out, _ := run(t, bin, "frames", "-o", "csv", file)
+	checkFrames(t, bin, file, exp, written)
+}
+
+// checkFrames requires `kidscope frames` (with the extra flags) to list
+// exactly the whole messages written, by frame, client, direction and
+// correlation ID, and the load's counts by API key.
+func checkFrames(t *testing.T, bin, file string, exp *Expectation, written []string, extra ...string) {
+	t.Helper()
+	out, _ := run(t, bin, append(append([]string{"frames", "-o", "csv"}, extra...), file)...)
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil || len(rows) < 2 {
 		t.Fatalf("frames -o csv: %v", err)

@@ -39,6 +39,21 @@
 // findings those the load makes by design (stream-mid-start on each
 // connection open before the capture), the counts those of the load.
 //
+// With -tls every connection is TLS 1.3 (-tls-suite: AES-128-GCM by
+// default), as a broker's TLS listener sees it: after the TCP handshake a
+// full TLS handshake, then each Kafka message sealed in application data
+// records of up to 16 KiB of plaintext, and a close_notify before a close;
+// -keylog gets the NSS key log of every connection:
+//
+//	go run ./bench/loadgen -tls -keylog load.keys -bytes 1GB -o load.pcap -expect load.expect.json
+//	kidscope analyze -o json --fail-on never --tls-keylog load.keys load.pcap > report.json
+//
+// The planted findings and the counts are the same kind as in plaintext;
+// a message's frame is still that of its last segment (the one that
+// completes its last record). There are no connections open before the
+// capture (-midstream 0): their handshake would be before it too, and
+// nobody could decrypt them.
+//
 // Once the file reaches -bytes, the exchanges in flight finish, so the
 // file ends a little past it with no message cut. The same flags give the
 // same bytes.
@@ -72,6 +87,9 @@ func main() {
 		noPlants = flag.Bool("no-plants", false, "plant no violation")
 		quiet    = flag.Bool("q", false, "print no summary")
 		check    = flag.String("check", "", "compare this report of `kidscope analyze -o json` with the -expect file instead of generating; exit 1 when they differ")
+		useTLS   = flag.Bool("tls", false, "wrap every connection in TLS 1.3 (needs -keylog; -midstream is 0)")
+		keylog   = flag.String("keylog", "", "with -tls: write the NSS key log of every connection to this file (`kidscope --tls-keylog`, Wireshark's tls.keylog_file)")
+		suiteS   = flag.String("tls-suite", "aes128-gcm", "with -tls: the cipher suite, aes128-gcm, aes256-gcm or chacha20-poly1305")
 	)
 	flag.Parse()
 	fail := func(err error) {
@@ -106,6 +124,24 @@ func main() {
 	}
 	cfg := config{target: target, conns: *conns, seed: *seed, midstream: *mid, closes: *closes, brokers: *brokers,
 		ooo: *ooo, dup: *dup, rate: rate, concurrency: *conc, groupWeight: max(1, *gweight), noPlants: *noPlants}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *useTLS {
+		if cfg.tls, err = findTLSSuite(*suiteS); err != nil {
+			fail(err)
+		}
+		if *keylog == "" {
+			fail(fmt.Errorf("-tls needs -keylog FILE: without the keys nothing can decrypt the load"))
+		}
+		// A connection open before the capture has its handshake before
+		// it too: nobody can decrypt it, with any key log.
+		if set["midstream"] && *mid != 0 {
+			fail(fmt.Errorf("-midstream with -tls: a connection open before the capture has no handshake in it and cannot be decrypted; only -midstream 0"))
+		}
+		cfg.midstream = 0
+	} else if set["keylog"] || set["tls-suite"] {
+		fail(fmt.Errorf("-keylog and -tls-suite go with -tls"))
+	}
 	if err := cfg.check(); err != nil {
 		fail(err)
 	}
@@ -125,11 +161,16 @@ func main() {
 	}
 	flags := map[string]string{}
 	flag.Visit(func(f *flag.Flag) {
-		if f.Name != "o" && f.Name != "expect" && f.Name != "q" {
+		if f.Name != "o" && f.Name != "expect" && f.Name != "q" && f.Name != "keylog" {
 			flags[f.Name] = f.Value.String()
 		}
 	})
 	e := g.expectation(*out, flags)
+	if g.tls != nil {
+		if err := os.WriteFile(*keylog, g.tls.keylog.Bytes(), 0o600); err != nil {
+			fail(err)
+		}
+	}
 	if *expect != "" {
 		b, _ := json.MarshalIndent(e, "", "  ")
 		if err := os.WriteFile(*expect, append(b, '\n'), 0o644); err != nil {
@@ -173,6 +214,9 @@ func (g *gen) summary(e *Expectation, took time.Duration) {
 		if g.st.reqs[k] > 0 || g.st.resps[k] > 0 {
 			p("  api key %2d: %9d requests %9d responses", k, g.st.reqs[k], g.st.resps[k])
 		}
+	}
+	if g.tls != nil {
+		p("TLS: %d handshakes (%s), key log %s", g.tls.conns, e.TLS, size.Human(int64(g.tls.keylog.Len())))
 	}
 	for _, f := range e.Findings {
 		p("planted: %-28s %-7s frame %d, %s -> %s", f.Rule, f.Severity, f.Frame, f.Client, f.Broker)

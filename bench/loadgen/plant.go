@@ -70,6 +70,9 @@ func (g *gen) plantExchange(p *plant) *exchange {
 	c := g.newConn(in, p.role, g.brokers[n%len(g.brokers)])
 	c.seq = [2]uint32{g.rng.Uint32(), g.rng.Uint32()}
 	steps := []step{{kind: stepSYN}, {kind: stepSYNACK}, {kind: stepACK}}
+	if g.tls != nil {
+		steps = append(steps, g.tlsHandshake(c)...)
+	}
 	steps = append(steps, g.apiVersions(c)...)
 	steps = append(steps, g.metadata(c, headerID{})...)
 	mark := func(s []step, code int16, hasCode bool) []step {
@@ -151,6 +154,10 @@ type Expectation struct {
 	Findings []ExpectedFinding `json:"findings"`
 	// InfoFindings are the info findings the load makes by design.
 	InfoFindings []ExpectedFinding `json:"info_findings"`
+	// TLS is how kidscope must name every connection's TLS when it has the
+	// key log (-tls), e.g. "TLS 1.3 TLS_AES_128_GCM_SHA256"; "" for a
+	// plaintext load.
+	TLS string `json:"tls,omitempty"`
 }
 
 // ExpectedFinding is one finding, with the fields of kidscope's JSON.
@@ -175,6 +182,9 @@ func (g *gen) expectation(file string, flags map[string]string) *Expectation {
 		RequestsByKey: map[string]int64{}, ResponsesByKey: map[string]int64{},
 		OutOfOrderSegments: g.st.ooo, Retransmitted: g.st.dups,
 		Findings: []ExpectedFinding{}, InfoFindings: []ExpectedFinding{}}
+	if g.tls != nil {
+		e.TLS = "TLS 1.3 " + g.tls.suite.name
+	}
 	for k := range g.st.reqs {
 		if n := g.st.reqs[k]; n > 0 {
 			e.RequestsByKey[strconv.Itoa(k)] = n
