@@ -74,7 +74,8 @@ type part struct {
 	flushes []flushRec
 	// Set by the worker.
 	asmStats reassembly.Stats
-	keysLost int64 // the worker's key log's Evicted, at the end
+	keysLost int64 // the worker's key log's Evicted and Len, at the end
+	keysKept int
 }
 
 type packetRec struct {
@@ -231,6 +232,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 				sum.Reassembly.Add(pt.asmStats)
 				// Each worker keeps the same key log: the most any lost.
 				sum.TLSKeysNotKept = max(sum.TLSKeysNotKept, pt.keysLost)
+				sum.TLSKeysKept = max(sum.TLSKeysKept, pt.keysKept)
 			}
 			sum.Reassembly.Add(rd.gate.Stats())
 			rd.tally.fill(sum)
@@ -384,7 +386,7 @@ func (a *adder) add(pt *part) {
 		rec.key = keyFinish
 		w.asm.Finish()
 		pt.asmStats = w.asm.Stats()
-		pt.keysLost = w.keys.Evicted()
+		pt.keysLost, pt.keysKept = w.keys.Evicted(), w.keys.Len()
 	}
 }
 

@@ -68,9 +68,10 @@ type Options struct {
 	// the ciphertext they held.
 	TLSMore func() []byte
 	// TLSMaxKeys caps the client randoms each worker's key log keeps
-	// (default 65,536). A key log that grows (live) forgets its oldest to
-	// make room; a whole one given for files keeps its first, and the
-	// others are counted (Summary.TLSKeysNotKept).
+	// (default 65,536; each worker keeps the same ones, so the output does
+	// not depend on Workers). A key log that grows (live) forgets its
+	// oldest to make room; a whole one given for files keeps its first,
+	// and the lines of the others are counted (Summary.TLSKeysNotKept).
 	TLSMaxKeys int
 	// TLSHeldBytes caps the ciphertext that TLS connections hold in all
 	// while their keys are not known (the key log may grow, or a later
@@ -297,7 +298,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	sum.Capture = src.Stats()
 	sum.Reassembly = asm.Stats()
 	sum.Reassembly.Add(gate.Stats())
-	sum.TLSKeysNotKept = w.keys.Evicted()
+	sum.TLSKeysNotKept, sum.TLSKeysKept = w.keys.Evicted(), w.keys.Len()
 	tally.fill(&sum)
 	if files != nil {
 		sum.Problems = files.Problems()
@@ -338,6 +339,9 @@ type worker struct {
 	maxHeld int64
 	// secretsSeen: an input had a decryption secrets block.
 	secretsSeen bool
+	// tlsOut is the plaintext buffer the worker's connections share: each
+	// Feed's output is decoded before the next Feed.
+	tlsOut tlsdec.Scratch
 }
 
 // emitter hears what a worker makes of its connections.
@@ -494,7 +498,7 @@ func (w *worker) Open(rc *reassembly.Conn) {
 	// has a secrets block, even one of comments only (live
 	// --write-secrets starts its files so), more may follow.
 	if w.keys != nil && (w.keys.Len() > 0 || w.growing || w.secretsSeen) {
-		wc.tls = tlsdec.NewConn(w.keys, tlsdec.Options{})
+		wc.tls = tlsdec.NewConn(w.keys, tlsdec.Options{Scratch: &w.tlsOut})
 	}
 	wc.dec.Start(kafka.ToBroker, rc.MidStream[kafka.ToBroker])
 	wc.dec.Start(kafka.ToClient, rc.MidStream[kafka.ToClient])
@@ -543,6 +547,8 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	if wc.tls != nil {
 		w.forget(wc)
 		switch st := wc.tls.State(); {
+		case st.TLS && st.Key == tlsdec.KeyFound && out.NotKafka == "" && undecryptable(&st):
+			out.NotKafka = rules.TLSWrongKey
 		case st.TLS && st.Key == tlsdec.KeyFound:
 			out.TLS = strings.TrimSpace(st.Version + " " + st.Suite)
 		case st.TLS && st.Key == tlsdec.KeyGaveUp && w.growing && out.NotKafka == "":
@@ -553,6 +559,15 @@ func (w *worker) Closed(rc *reassembly.Conn, at kafka.FrameRef) {
 	}
 	w.out.closed(wc.conn, End{Close: rc.Close, Outcome: out})
 	wc.dec = nil // its buffers are no longer needed
+}
+
+// undecryptable: the key log had the connection's secrets, but no
+// application record verified with them and some failed: the wrong key
+// (a key log of another run, its lines mixed up), not a decrypted
+// connection that carried nothing.
+func undecryptable(st *tlsdec.State) bool {
+	s := &st.Side
+	return s[0].AppRecords+s[1].AppRecords == 0 && s[0].TagFailures+s[1].TagFailures > 0
 }
 
 func (w *worker) emit(rc *reassembly.Conn, wc *workerConn, evs []decode.Event) {
@@ -629,6 +644,9 @@ func (d *deliverer) closed(c *Conn, end End) {
 	d.openNow--
 	n := &end.Counters
 	d.sum.Add(*n)
+	if rules.TLSWithoutKey(end.Outcome.NotKafka) {
+		d.sum.NotKafka++ // named at its close, with no event of the decoder's
+	}
 	if d.check != nil {
 		d.check.closed(c)
 	}

@@ -29,10 +29,12 @@ type Summary struct {
 	Problems []error
 	// Interrupted is true when the context ended the run early.
 	Interrupted bool
-	// TLSKeysNotKept counts the key log's client randoms not kept for
-	// want of room (pipeline.Options.TLSMaxKeys): their connections are
-	// named TLS (no key).
+	// TLSKeysNotKept counts the key log lines not kept for want of room
+	// (pipeline.Options.TLSMaxKeys, the client randoms kept, is
+	// TLSKeysKept); a growing key log (live) counts the client randoms it
+	// forgot instead. Their connections are named TLS (no key).
 	TLSKeysNotKept int64
+	TLSKeysKept    int
 	// CutFrames are the first frames cut by the snap length inside their
 	// TCP payload (Capture.Cut counts them all).
 	CutFrames []kafka.FrameRef

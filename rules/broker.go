@@ -14,10 +14,19 @@ import (
 // is TLS and the key logs lack its keys. TLSKeyNotYetKnown is live's
 // variant: the key log still grows, but the ciphertext held while waiting
 // for the key reached its bound, so the connection's start is lost.
+// TLSWrongKey: the key log had secrets for the connection, but its records
+// did not verify with them.
 const (
 	TLSNoKey          = "TLS (no key)"
 	TLSKeyNotYetKnown = "TLS, key not yet known"
+	TLSWrongKey       = "TLS (the key log's secrets do not decrypt it)"
 )
+
+// TLSWithoutKey reports whether a connection's not-Kafka reason says it was
+// TLS that could not be decrypted.
+func TLSWithoutKey(reason string) bool {
+	return reason == TLSNoKey || reason == TLSKeyNotYetKnown || reason == TLSWrongKey
+}
 
 // BrokerRejectedValid is the broker verdict's rule (RULES.md §4).
 const BrokerRejectedValid = "broker-rejected-valid"
@@ -74,7 +83,7 @@ type brokerConn struct {
 // close counts the connection in its broker's row of the matrix: Kafka
 // connections that sent a request, by client kind.
 func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
-	if ci.NotKafka == TLSNoKey || ci.NotKafka == TLSKeyNotYetKnown {
+	if TLSWithoutKey(ci.NotKafka) {
 		bcn.b.tlsNoKey++
 	}
 	if ci.NotKafka == "" && c.requests > 0 {

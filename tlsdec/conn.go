@@ -48,6 +48,51 @@ type Options struct {
 	// SeqWindow is how many sequence numbers are tried on the first record
 	// after a gap. 0: DefaultSeqWindow.
 	SeqWindow int
+	// Scratch, when set, holds the plaintext Feed returns, shared by the
+	// Conns given the same one: what Feed returns is then valid until the
+	// next call on any of them. Thousands of connections need one output
+	// buffer between them, not one each grown to their largest Feed.
+	Scratch *Scratch
+}
+
+// Scratch is what Conns share (Options.Scratch): the output buffer, and
+// the record buffers that directions between records give back, for the
+// next direction that needs one.
+type Scratch struct {
+	out   []byte
+	spans []kafka.Span
+	free  [][]byte
+}
+
+// maxIdleBuffer is the room a direction between records keeps for its
+// next one; a larger buffer (a big record's) goes back to the Scratch.
+const maxIdleBuffer = 1 << 10
+
+// maxFreeBuffers bounds the record buffers a Scratch keeps.
+const maxFreeBuffers = 64
+
+// recordBuffer is the size of a buffer taken for a big record: the
+// largest record and a segment's worth past it.
+const recordBuffer = MaxRecord + 5 + 2048
+
+// take returns an empty buffer with room for n bytes, a given-back one if
+// there is one.
+func (sc *Scratch) take(n int) []byte {
+	if sc != nil && n <= recordBuffer {
+		if k := len(sc.free); k > 0 {
+			b := sc.free[k-1]
+			sc.free = sc.free[:k-1]
+			return b[:0]
+		}
+	}
+	return make([]byte, 0, max(n, recordBuffer))
+}
+
+// give takes back a buffer no longer needed.
+func (sc *Scratch) give(b []byte) {
+	if sc != nil && cap(b) == recordBuffer && len(sc.free) < maxFreeBuffers {
+		sc.free = append(sc.free, b)
+	}
 }
 
 // KeyStatus says whether a connection's keys were found.
@@ -294,13 +339,25 @@ func (c *Conn) Flush(s kafka.Direction) ([]byte, []kafka.Span, error) {
 // When the connection's first bytes are not TLS, data and spans come back
 // as they are.
 func (c *Conn) Feed(s kafka.Direction, data []byte, spans []kafka.Span) ([]byte, []kafka.Span, error) {
+	sc := c.opt.Scratch
+	if sc == nil {
+		return c.feed(s, data, spans)
+	}
+	c.out, c.outSpans = sc.out, sc.spans
+	out, outSpans, err := c.feed(s, data, spans)
+	sc.out, sc.spans = out, outSpans
+	c.out, c.outSpans = nil, nil
+	return out, outSpans, err
+}
+
+func (c *Conn) feed(s kafka.Direction, data []byte, spans []kafka.Span) ([]byte, []kafka.Span, error) {
 	s &= 1
 	c.out, c.outSpans, c.err = c.out[:0], c.outSpans[:0], nil
 	f := &c.side[s]
 	if c.mode == undecided && len(data) > 0 && !f.lost {
 		hdr := append(append([]byte{}, f.buf...), data[:min(len(data), 5)]...)
 		if len(hdr) < 5 {
-			f.append(data, spans) // too few bytes to tell
+			f.append(data, spans, c.opt.Scratch) // too few bytes to tell
 			return c.out, c.outSpans, nil
 		}
 		if plausible(hdr, false) {
@@ -327,21 +384,34 @@ func (c *Conn) Feed(s kafka.Direction, data []byte, spans []kafka.Span) ([]byte,
 	}
 	c.lookup()
 	c.drain(s)
-	f.append(data, spans)
+	f.append(data, spans, c.opt.Scratch)
 	c.frame(s)
 	if len(f.buf) == 0 {
+		if cap(f.base) > maxIdleBuffer {
+			c.opt.Scratch.give(f.base)
+			f.base = nil
+		}
 		f.buf, f.spans = f.base[:0], f.spans[:0]
 	}
 	return c.out, c.outSpans, c.err
 }
 
-func (f *side) append(data []byte, spans []kafka.Span) {
+func (f *side) append(data []byte, spans []kafka.Span, sc *Scratch) {
 	if len(data) == 0 {
 		return
 	}
 	base := len(f.buf)
-	if need := len(f.buf) + len(data); need > cap(f.buf) && need <= cap(f.base) {
+	need := len(f.buf) + len(data)
+	switch {
+	case need > cap(f.buf) && need <= cap(f.base):
 		f.buf = f.base[:copy(f.base[:cap(f.base)], f.buf)] // move to the front, not grow
+	case need > cap(f.base) && need > maxIdleBuffer && need <= recordBuffer:
+		// A record too big for the small buffer: a record buffer, one
+		// given back by another direction if there is one.
+		b := sc.take(need)
+		b = append(b, f.buf...)
+		sc.give(f.base)
+		f.buf, f.base = b, b[:0]
 	}
 	grow := len(f.buf)+len(data) > cap(f.buf)
 	f.buf = append(f.buf, data...)

@@ -220,8 +220,9 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		// share of the budget with no flag of its own: only a growing
 		// key log or a later secrets block makes waiting worth it.
 		TLSHeldBytes: b.tlsHeld,
-		// Each worker keeps its own copy of the key logs.
-		TLSMaxKeys: max(b.tlsKeys/max(f.workers, 1), 1024),
+		// Each worker keeps its own copy of the key logs, all of the
+		// share: dividing it would make the output depend on --workers.
+		TLSMaxKeys: b.tlsKeys,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame.n)},

@@ -169,8 +169,8 @@ func finalStatus(sum *result.Summary, code int) error {
 	for _, p := range sum.Problems {
 		fmt.Fprintln(os.Stderr, "kidscope:", report.SafeText(p.Error()))
 	}
-	if n := sum.TLSKeysNotKept; n > 0 {
-		fmt.Fprintf(os.Stderr, "kidscope: %d client randoms of the TLS key logs not kept, over what the memory budget keeps (--memory-limit raises it): their connections are TLS (no key)\n", n)
+	if n, maxKeys := sum.TLSKeysNotKept, sum.TLSKeysKept; n > 0 {
+		fmt.Fprintf(os.Stderr, "kidscope: %d lines of the TLS key logs not kept: their client randoms are past the first %d the memory budget keeps (--memory-limit raises it), and their connections are TLS (no key)\n", n, maxKeys)
 	}
 	// A finding at or above --fail-on is a verdict on what was read, and
 	// wins over an input that could not be read to its end: a CI job must

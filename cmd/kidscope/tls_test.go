@@ -262,3 +262,45 @@ func TestTLSHalfTheKeys(t *testing.T) {
 			len(randoms), nPart, nAll, noKey, brokerNoKey, reqPart)
 	}
 }
+
+// TestTLSWrongKey: a key log whose traffic secrets are the wrong ones
+// (the client's and the server's swapped) decrypts nothing: the connection
+// is named so, counted per broker and among the connections not Kafka,
+// never shown as decrypted.
+func TestTLSWrongKey(t *testing.T) {
+	fx := loadTLSFixture(t, "violating-tls13")
+	good, err := os.ReadFile(fx.name + ".keylog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped := strings.NewReplacer("CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0",
+		"SERVER_TRAFFIC_SECRET_0", "CLIENT_TRAFFIC_SECRET_0").Replace(string(good))
+	path := filepath.Join(t.TempDir(), "swapped.keylog")
+	if err := os.WriteFile(path, []byte(swapped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "-p", fx.port, "--tls-keylog", path, fx.name+".pcap")
+	var d struct {
+		Summary struct {
+			Requests int `json:"requests"`
+			NotKafka int `json:"not_kafka"`
+		} `json:"summary"`
+		Connections []struct {
+			NotKafka *string `json:"not_kafka"`
+			TLS      *string `json:"tls"`
+		} `json:"connections"`
+		Brokers []struct {
+			TLSNoKey int `json:"tls_no_key"`
+		} `json:"brokers"`
+	}
+	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
+		t.Fatalf("analyze: exit %d: %s", code, stderr)
+	}
+	if len(d.Connections) != 1 || d.Connections[0].NotKafka == nil || !strings.Contains(*d.Connections[0].NotKafka, "do not decrypt") ||
+		d.Connections[0].TLS != nil {
+		t.Errorf("connections %+v, want one whose key log's secrets do not decrypt it", d.Connections)
+	}
+	if d.Summary.Requests != 0 || d.Summary.NotKafka != 1 || len(d.Brokers) != 1 || d.Brokers[0].TLSNoKey != 1 {
+		t.Errorf("summary %+v, brokers %+v: want no request, one connection not Kafka, counted TLS without its key", d.Summary, d.Brokers)
+	}
+}
