@@ -35,9 +35,8 @@ type htmlLadder struct {
 	Total          int64
 	Shown          int   // arrows drawn
 	Folded         int64 // messages folded into fold rows
-	Height         int
 	Rows           []*ladderRow
-	Links          []ladderLink
+	Parts          []*ladderPart
 	Legend         []ladderLegend
 	Findings       int
 }
@@ -228,26 +227,74 @@ func drawLadder(lad *Ladder, fs []*rules.Finding, st *docStyle, colors *idColors
 	}
 	fold += lad.Total - next
 	flush()
-	// Each answer to a request with a finding is joined to it on the
-	// broker's side, and the request links to it.
+	h.Parts = splitLadder(h.Rows, y)
+	// Each answer to a request with a finding, and each answer with a
+	// finding, is joined to its request on the broker's side (the link
+	// goes to the answer), when both are in one part.
+	partOf := map[*ladderRow]*ladderPart{}
+	for _, p := range h.Parts {
+		for _, r := range p.Rows {
+			partOf[r] = p
+		}
+	}
 	for i := range ms {
 		m := &ms[i]
 		if !m.Response || !m.Matched {
 			continue
 		}
 		resp, req := rowOf[frameKey(m.At)], rowOf[frameKey(m.RequestAt)]
-		if resp == nil || req == nil || !resp.Answer {
+		if resp == nil || req == nil || (!resp.Answer && resp.Marks == "") || partOf[resp] != partOf[req] {
 			continue
 		}
-		x := ladderBrokerX + 12
-		y1, y2 := req.LineY, resp.LineY
-		h.Links = append(h.Links, ladderLink{
-			Path: "M" + strconv.Itoa(ladderBrokerX) + " " + strconv.Itoa(y1) + " C" + strconv.Itoa(x+14) + " " + strconv.Itoa(y1) + " " +
-				strconv.Itoa(x+14) + " " + strconv.Itoa(y2) + " " + strconv.Itoa(ladderBrokerX) + " " + strconv.Itoa(y2),
+		x := ladderBrokerX + 26
+		y1, y2 := strconv.Itoa(req.LineY), strconv.Itoa(resp.LineY)
+		bx := strconv.Itoa(ladderBrokerX)
+		p := partOf[resp]
+		p.Links = append(p.Links, ladderLink{
+			Path: "M" + bx + " " + y1 + " C" + strconv.Itoa(x) + " " + y1 + " " + strconv.Itoa(x) + " " + y2 + " " + bx + " " + y2,
 			Href: "#" + resp.Anchor})
 	}
-	h.Height = y + 10
 	return h, anchors
+}
+
+// ladderPartRows is how many rows one SVG of a ladder holds: a browser
+// prints an SVG whole, so a long ladder is drawn in parts that each fit
+// an A4 page, and the page breaks fall between them.
+const ladderPartRows = 24
+
+// ladderPart is one SVG of a ladder; the first carries the lane titles.
+type ladderPart struct {
+	First  bool
+	Height int
+	Rows   []*ladderRow
+	Links  []ladderLink
+}
+
+// splitLadder cuts the rows (laid out from ladderTop to end) into parts,
+// each with its own coordinates from its top.
+func splitLadder(rows []*ladderRow, end int) []*ladderPart {
+	var parts []*ladderPart
+	for i := 0; i < len(rows); i += ladderPartRows {
+		p := &ladderPart{First: i == 0, Rows: rows[i:min(i+ladderPartRows, len(rows))]}
+		top, off := ladderTop, 0
+		if !p.First {
+			top = 4
+			off = p.Rows[0].Y - top
+		}
+		bottom := end
+		if i+ladderPartRows < len(rows) {
+			bottom = rows[i+ladderPartRows].Y
+		}
+		for _, r := range p.Rows {
+			r.Y, r.TextY, r.LineY, r.MarkY = r.Y-off, r.TextY-off, r.LineY-off, r.MarkY-off
+		}
+		p.Height = bottom - off + 6
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, &ladderPart{First: true, Height: ladderTop})
+	}
+	return parts
 }
 
 // frameKey is a frame without its time: findings and messages name the

@@ -80,8 +80,12 @@ func TestLadderFolds(t *testing.T) {
 	if anchors["0-117"] == "" {
 		t.Errorf("the finding's frame 117 has no ladder row to link to (anchors %v)", anchors)
 	}
-	if len(h.Links) != 1 || h.Links[0].Href != "#c1-m101" {
-		t.Errorf("links %+v, want the request at 117 joined to its answer, message 101", h.Links)
+	var links []ladderLink
+	for _, p := range h.Parts {
+		links = append(links, p.Links...)
+	}
+	if len(links) != 1 || links[0].Href != "#c1-m101" {
+		t.Errorf("links %+v, want the request at 117 joined to its answer, message 101", links)
 	}
 }
 
