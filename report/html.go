@@ -228,6 +228,3 @@ func (c *idColors) color(u kafka.UUID) string {
 	}
 	return idPalette[i%len(idPalette)]
 }
-
-// htmlAttr is a helper for numbers in attributes.
-func htmlAttr(n int64) string { return strconv.FormatInt(n, 10) }
