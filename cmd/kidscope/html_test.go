@@ -222,3 +222,20 @@ func TestHTMLInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// analyze names -o html in its help and offers it to completion; live,
+// which streams, does not write it.
+func TestAnalyzeHTMLFlag(t *testing.T) {
+	out, _, code := runKidscope(t, "analyze", "--help")
+	if code != 0 || !strings.Contains(out, "html") {
+		t.Errorf("analyze --help (exit %d) does not name html:\n%s", code, out)
+	}
+	out, _, _ = runKidscope(t, "__complete", "analyze", "-o", "")
+	if !strings.Contains(out, "html\n") {
+		t.Errorf("-o completion does not offer html:\n%s", out)
+	}
+	out, _, _ = runKidscope(t, "__complete", "live", "-o", "")
+	if strings.Contains(out, "html\n") {
+		t.Errorf("live's -o completion offers html, which live does not write:\n%s", out)
+	}
+}
