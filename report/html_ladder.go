@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,7 @@ type ladderRow struct {
 	Time     string
 	Marks    string // the rules of the findings at this frame
 	Sev      string // the worst of them: its class
+	Related  string // what the frame is to a finding elsewhere (unmarked rows)
 	Answer   bool   // the broker's answer to a request with a finding
 	Seq      int64
 	LabelX   int
@@ -105,11 +107,27 @@ func drawLadder(lad *Ladder, fs []*rules.Finding, st *docStyle, colors *idColors
 		h.Client, h.Broker = fs[0].Conn.Client.String(), fs[0].Conn.Broker.String()
 	}
 	at := map[kafka.FrameRef][]*rules.Finding{}
-	related := map[kafka.FrameRef]bool{}
+	answers := map[kafka.FrameRef]bool{}
+	for _, f := range fs {
+		for _, r := range f.Related {
+			if r.Role == rules.RoleAnswer {
+				answers[frameKey(r.Frame)] = true
+			}
+		}
+	}
+	// related names, per frame, what it is to which finding: the
+	// frame that established the ID, the broker's answer …
+	related := map[kafka.FrameRef][]string{}
 	for _, f := range fs {
 		at[frameKey(f.At)] = append(at[frameKey(f.At)], f)
 		for _, r := range f.Related {
-			related[frameKey(r.Frame)] = true
+			if r.Role == rules.RoleAnswer {
+				continue // drawn as the link from the finding's request
+			}
+			k := frameKey(r.Frame)
+			if txt := roleName(r.Role) + " (" + f.Rule + ")"; !slices.Contains(related[k], txt) && len(related[k]) < 3 {
+				related[k] = append(related[k], txt)
+			}
 		}
 	}
 	ms := lad.Messages
@@ -119,7 +137,7 @@ func drawLadder(lad *Ladder, fs []*rules.Finding, st *docStyle, colors *idColors
 	for i := range ms {
 		m := &ms[i]
 		k := frameKey(m.At)
-		in := at[k] != nil || related[k] || i < ladderEnds || i >= len(ms)-ladderEnds
+		in := at[k] != nil || related[k] != nil || answers[k] || i < ladderEnds || i >= len(ms)-ladderEnds
 		if m.Response {
 			in = in || !m.Matched
 			for _, c := range m.Codes {
@@ -215,10 +233,13 @@ func drawLadder(lad *Ladder, fs []*rules.Finding, st *docStyle, colors *idColors
 			r.Marks, r.Sev = strings.Join(ids, ", "), "sev-"+worst.String()
 			anchors[frameKeyText(m.At)] = r.Anchor
 		}
+		if r.Marks == "" && related[frameKey(m.At)] != nil {
+			r.Related = "related: " + strings.Join(related[frameKey(m.At)], ", ")
+		}
 		r.LabelX = (ladderClientX + ladderBrokerX) / 2
 		r.TextY, r.LineY, r.MarkY = r.Y+14, r.Y+20, r.Y+35
 		y = r.Y + ladderRowH
-		if r.Marks != "" || r.Code != "" {
+		if r.Marks != "" || r.Code != "" || r.Related != "" {
 			y = r.Y + ladderRowMark
 		}
 		h.Rows = append(h.Rows, r)
