@@ -24,6 +24,7 @@ import (
 type ladderCollector struct {
 	max     int // messages kept by all connections together
 	kept    int
+	pins    int // entries of the conns' pinned sets, held to max as well
 	conns   map[int]*ladderConn
 	pending map[int][]kafka.FrameRef // finding frames heard before their event
 }
@@ -67,15 +68,24 @@ func (l *ladderCollector) Finding(f *rules.Finding) {
 		l.conns[f.ConnID] = c
 	}
 	c.finding = true
+	l.pin(c, frameKey(f.At))
+	for _, r := range f.Related {
+		l.pin(c, frameKey(r.Frame))
+	}
+}
+
+// pin remembers a frame (or, with File -1, a message's place) that must
+// outlive the tail's ring; the sets are bounded per connection and in all,
+// as the messages are.
+func (l *ladderCollector) pin(c *ladderConn, k kafka.FrameRef) {
 	if c.pinned == nil {
 		c.pinned = map[kafka.FrameRef]bool{}
 	}
-	if len(c.pinned) < ladderMiddle {
-		c.pinned[frameKey(f.At)] = true
-		for _, r := range f.Related {
-			c.pinned[frameKey(r.Frame)] = true
-		}
+	if c.pinned[k] || len(c.pinned) >= 2*ladderMiddle || l.pins >= l.max {
+		return
 	}
+	c.pinned[k] = true
+	l.pins++
 }
 
 // frameKey is a frame without its time, as findings and events name it.
@@ -136,8 +146,8 @@ func (l *ladderCollector) Event(pc *pipeline.Conn, e *decode.Event) {
 			l.kept++
 		}
 	}
-	if interesting {
-		markInteresting(c, m.Seq)
+	if interesting && c.total > ladderHead {
+		l.pin(c, kafka.FrameRef{File: -1, Frame: m.Seq}) // the head is kept anyway
 	}
 }
 
@@ -145,17 +155,6 @@ func (l *ladderCollector) keep(c *ladderConn, m report.LadderMessage) {
 	if l.kept < l.max {
 		c.msgs = append(c.msgs, m)
 		l.kept++
-	}
-}
-
-// markInteresting remembers, by its place, a message that must outlive
-// the ring. (Kept as pinned by sequence number, so the ring needs no flag.)
-func markInteresting(c *ladderConn, seq int64) {
-	if c.pinned == nil {
-		c.pinned = map[kafka.FrameRef]bool{}
-	}
-	if len(c.pinned) < 2*ladderMiddle {
-		c.pinned[kafka.FrameRef{File: -1, Frame: seq}] = true
 	}
 }
 
@@ -171,6 +170,7 @@ func (l *ladderCollector) Closed(pc *pipeline.Conn) {
 		return
 	}
 	l.kept -= len(c.msgs) + len(c.tail)
+	l.pins -= len(c.pinned)
 	delete(l.conns, pc.ID)
 }
 

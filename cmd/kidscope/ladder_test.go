@@ -86,8 +86,18 @@ func TestLadderCollectorTotalCap(t *testing.T) {
 		l.Finding(&rules.Finding{ConnID: id, At: kafka.FrameRef{Frame: 1}})
 		feed(l, &pipeline.Conn{Conn: kafka.Conn{ID: id}}, 200, -1)
 	}
-	if l.kept > 300 {
-		t.Errorf("%d kept, over the cap of 300", l.kept)
+	// Every other message is interesting (a new instance ID each time):
+	// what must outlive the ring is capped too.
+	for id := 4; id <= 5; id++ {
+		c := &pipeline.Conn{Conn: kafka.Conn{ID: id}}
+		for i := range 2000 {
+			e := decode.Event{Kind: decode.EventRequest, At: kafka.FrameRef{Frame: int64(i)}}
+			e.Msg.Request = decode.RequestHeader{APIKey: 3, InstanceID: kafka.UUID{byte(i), byte(i >> 8)}, HasInstanceID: true}
+			l.Event(c, &e)
+		}
+	}
+	if l.kept > 300 || l.pins > 300 {
+		t.Errorf("%d kept, %d pinned: over the cap of 300", l.kept, l.pins)
 	}
 	res := &rules.Result{Findings: []rules.Finding{{ConnID: 1}, {ConnID: 2}, {ConnID: 3}}}
 	for id, lad := range l.ladders(res) {
