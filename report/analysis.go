@@ -17,11 +17,14 @@ type Analysis struct {
 	// Run, when set, is kidscope's version, the options and the inputs,
 	// which JSON and NDJSON write.
 	Run *RunInfo
+	// Ladders are the kept messages of the connections with findings, by
+	// connection ID: only -o html reads them (and only it collects them).
+	Ladders map[int]*Ladder
 }
 
 // AnalysisOptions say how to write it.
 type AnalysisOptions struct {
-	Format  string // table, json, ndjson, csv, markdown, sarif
+	Format  string // table, json, ndjson, csv, markdown, sarif, html
 	UUID    UUIDForm
 	Verbose bool // table: show info findings too
 	Color   bool // table: ANSI colours (only on a terminal)
@@ -46,8 +49,9 @@ func ValidAnalyzeFormat(format string) bool {
 }
 
 // ValidAnalyzeFileFormat reports whether format is one analyze writes.
+// html, like sarif, is one document about finished inputs.
 func ValidAnalyzeFileFormat(format string) bool {
-	return format == "sarif" || ValidAnalyzeFormat(format)
+	return format == "sarif" || format == "html" || ValidAnalyzeFormat(format)
 }
 
 // WriteAnalysis renders the analysis in one format.
@@ -57,7 +61,9 @@ func ValidAnalyzeFileFormat(format string) bool {
 // Verbose. json, ndjson and csv are for programs: every finding is listed,
 // nothing is shortened, and the field names are the stable schema of
 // CLI.md (README: `kidscope analyze`). sarif is for CI viewers (sarif.go):
-// one result per finding, with the rule catalogue.
+// one result per finding, with the rule catalogue. html is for an
+// incident review (html.go): the tables, the rules explained, and ladder
+// diagrams of the connections with findings (Analysis.Ladders).
 func WriteAnalysis(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	switch opt.Format {
 	case "table", "":
@@ -72,8 +78,10 @@ func WriteAnalysis(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 		return writeAnalysisCSV(w, a, opt)
 	case "sarif":
 		return writeAnalysisSARIF(w, a, opt)
+	case "html":
+		return writeAnalysisHTML(w, a, opt)
 	}
-	return fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", opt.Format)
+	return fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown, sarif or html", opt.Format)
 }
 
 // fileName is the name of input file i, as the findings name it.

@@ -152,7 +152,7 @@ what a cap leaves out is counted in the report.`,
 			}
 			format := in.output
 			if !report.ValidAnalyzeFileFormat(format) {
-				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", format))
+				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown, sarif or html", format))
 			}
 			opt.Stdin = cmd.InOrStdin()
 			var hashes *inputHashes
@@ -164,7 +164,13 @@ what a cap leaves out is counted in the report.`,
 				opt.OnTick = bar.tick
 			}
 			opt.Rules = choice.check(caps.rulesOptions())
-			run, err := pipeline.Run(cmd.Context(), opt, nil)
+			var sink pipeline.Sink
+			var ladders *ladderCollector
+			if format == "html" { // only the ladders need every message's header
+				ladders = newLadderCollector(caps.ladderMessages())
+				sink = ladders
+			}
+			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
 			collectBeforeReport()
 			if err != nil {
@@ -173,6 +179,9 @@ what a cap leaves out is counted in the report.`,
 			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
 			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			if ladders != nil {
+				rep.Ladders = ladders.ladders(&run.Rules)
+			}
 			if hashes != nil {
 				rep.Run = &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(&in, &rf, &opt), Inputs: hashes.wait()}
 			}
@@ -186,7 +195,7 @@ what a cap leaves out is counted in the report.`,
 			return finalStatus(&run.Summary, code)
 		},
 	}
-	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
+	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI), html (one self-contained file with ladder diagrams)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,

@@ -94,7 +94,7 @@ func completeFlags(root *cobra.Command) {
 			case "frames":
 				formats = []string{"table", "tsv", "csv", "fields", "json", "ndjson"}
 			case "analyze":
-				formats = append(formats, "sarif")
+				formats = append(formats, "sarif", "html")
 			}
 			_ = cmd.RegisterFlagCompletionFunc("output", fixed(formats...))
 		}
