@@ -119,6 +119,7 @@ func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
 	var noHash bool
+	var af annotateFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -148,6 +149,9 @@ what a cap leaves out is counted in the report.`,
 			defer stopGovernor()
 			choice, err := rf.parse()
 			if err != nil {
+				return usageError(err)
+			}
+			if err := af.check(files); err != nil {
 				return usageError(err)
 			}
 			format := in.output
@@ -183,12 +187,16 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
+			if err := af.write(cmd, files, &run.Rules); err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
 			return finalStatus(&run.Summary, code)
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	af.register(cmd)
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
 		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd
