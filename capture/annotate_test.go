@@ -111,7 +111,7 @@ func TestAnnotate(t *testing.T) {
 		return ether(t, seg{src: "10.0.0.1", dst: "10.0.0.2", sport: 40000, dport: 9092, seq: uint32(i), payload: fmt.Sprint("frame ", i)}.ip4(t))
 	}
 	three := recs(frame(1), frame(2), frame(3))
-	three[1].wire = len(three[1].data) + 10 // cut by a snap length
+	three[1].wire = len(three[1].data) + 10  // cut by a snap length
 	three[2].ts = three[2].ts.Add(123456789) // nanoseconds that microseconds keep 123456 of
 
 	// A big-endian pcapng that has its own comments and secrets, and a
