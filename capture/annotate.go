@@ -34,11 +34,16 @@ type AnnotateOptions struct {
 	Secrets bool
 	// Force replaces an output file that exists (createFile).
 	Force bool
+	// Keep, when set, chooses the frames copied (analyze --extract): the
+	// others are left out, every interface description stays, so that
+	// the frames kept keep their interfaces.
+	Keep func(frame int64) bool
 }
 
 // AnnotateStats say what a copy wrote.
 type AnnotateStats struct {
-	Frames    int64 // frames copied
+	Frames    int64 // frames read
+	Written   int64 // frames written (all of them without Keep)
 	Commented int64 // frames that got a comment
 	// Uncommented are frames a comment was asked for that could not hold
 	// one: simple packet blocks and other frames without options, or
@@ -266,6 +271,10 @@ func annotateNg(br *bufio.Reader, w io.Writer, opt AnnotateOptions, secrets []se
 			continue
 		case isFrame(typ):
 			st.Frames++
+			if opt.Keep != nil && !opt.Keep(st.Frames) {
+				continue
+			}
+			st.Written++
 			if c := opt.Frames[st.Frames]; len(c) > 0 {
 				if (typ == ngEPB || typ == ngPB) && len(b) >= 32 {
 					capLen := int(order.Uint32(b[20:24]))
@@ -408,6 +417,10 @@ func annotatePcap(br *bufio.Reader, w io.Writer, opt AnnotateOptions, st *Annota
 			return nil
 		}
 		st.Frames++
+		if opt.Keep != nil && !opt.Keep(st.Frames) {
+			continue
+		}
+		st.Written++
 		units := uint64(1_000_000)
 		if f.nanos == 1 {
 			units = 1_000_000_000

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -120,6 +121,7 @@ func newAnalyzeCmd() *cobra.Command {
 	var rf ruleFlags
 	var noHash bool
 	var af annotateFlags
+	var xf extractFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -151,7 +153,10 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return usageError(err)
 			}
-			if err := af.check(files); err != nil {
+			if err := af.check(files, xf.dir != ""); err != nil {
+				return usageError(err)
+			}
+			if err := xf.check(files); err != nil {
 				return usageError(err)
 			}
 			format := in.output
@@ -187,7 +192,8 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
-			if err := af.write(cmd, files, &run.Rules); err != nil {
+			if err := errors.Join(af.write(cmd, files, &run.Rules),
+				xf.write(cmd, files, &run.Rules, af.writeSecrets, af.force)); err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
 			return finalStatus(&run.Summary, code)
@@ -197,6 +203,7 @@ what a cap leaves out is counted in the report.`,
 	in.registerWorkers(cmd)
 	rf.register(cmd)
 	af.register(cmd)
+	xf.register(cmd)
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
 		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd

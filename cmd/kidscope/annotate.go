@@ -26,15 +26,16 @@ type annotateFlags struct {
 func (f *annotateFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "annotate", "", "also write a pcapng copy of the input with a packet comment on every frame a finding names (several inputs: OUT-1.pcapng, OUT-2.pcapng, … in the order given)")
-	fl.BoolVar(&f.writeSecrets, "write-secrets", false, "keep the inputs' decryption secrets blocks in the --annotate copies, ahead of the packets (without it they are left out: key material is a secret)")
-	fl.BoolVar(&f.force, "force", false, "replace --annotate files that exist (never through a symbolic link)")
+	fl.BoolVar(&f.writeSecrets, "write-secrets", false, "keep the inputs' decryption secrets blocks in the --annotate and --extract files, ahead of the packets (without it they are left out: key material is a secret)")
+	fl.BoolVar(&f.force, "force", false, "replace --annotate and --extract files that exist (never through a symbolic link)")
 }
 
 // check refuses, before the inputs are read, what --annotate cannot do.
-func (f *annotateFlags) check(files []string) error {
+// --write-secrets and --force serve --extract too (extracting).
+func (f *annotateFlags) check(files []string, extracting bool) error {
 	if f.out == "" {
-		if f.writeSecrets {
-			return errors.New("--write-secrets keeps the secrets in the --annotate copies: give --annotate too")
+		if f.writeSecrets && !extracting {
+			return errors.New("--write-secrets keeps the secrets in the --annotate or --extract files: give one of them too")
 		}
 		return nil
 	}
@@ -96,7 +97,7 @@ func (f *annotateFlags) write(cmd *cobra.Command, files []string, res *rules.Res
 		}
 	}
 	section := report.SafeText(fmt.Sprintf("kidscope %s: analyze %s; packet comments starting with \"kidscope \" are its findings (%d in the report)",
-		kidscopeVersion(), strings.Join(os.Args[min(2, len(os.Args)):], " "), len(res.Findings)))
+		kidscopeVersion(), shownArgs(), len(res.Findings)))
 	var errs []error
 	for i, out := range annotateNames(f.out, len(files)) {
 		st, err := capture.Annotate(files[i], out, capture.AnnotateOptions{
@@ -136,3 +137,7 @@ func (f *annotateFlags) say(w io.Writer, in, out string, st capture.AnnotateStat
 	fmt.Fprintf(w, "kidscope: annotated %s: %s (%d frames, %d commented%s)\n",
 		report.SafeText(filepath.Base(in)), report.SafeText(out), st.Frames, st.Commented, more)
 }
+
+// shownArgs is analyze's command line after "kidscope analyze", for the
+// section comment of the files it writes.
+func shownArgs() string { return strings.Join(os.Args[min(2, len(os.Args)):], " ") }

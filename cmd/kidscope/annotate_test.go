@@ -319,7 +319,7 @@ func TestAnnotateRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--annotate", filepath.Join(dir, "a.pcapng"), "-"}, exitBadInput, "standard input"},
-		{[]string{"--write-secrets", in}, exitBadInput, "give --annotate too"},
+		{[]string{"--write-secrets", in}, exitBadInput, "give one of them too"},
 		{[]string{"--annotate", in, in}, exitBadInput, "is input 1"},
 		{[]string{"--annotate", exists, in}, exitBadInput, "use --force"},
 	} {
