@@ -335,3 +335,102 @@ func TestAnnotateRefused(t *testing.T) {
 		t.Errorf("--force: exit %d: %s", code, stderr)
 	}
 }
+
+// TestExtract: each finding's extract, analysed again, has a finding of
+// the same rule; it is smaller than its input, and tshark reads it, with
+// the finding's comments. --finding N writes only the Nth.
+func TestExtract(t *testing.T) {
+	needTshark(t)
+	dir := t.TempDir()
+	ws, err := samples.WriteAll(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The samples with a rule not seen in those before, to keep it short.
+	ins := []string{"../../testdata/real/rdkafka-two-producers-mock.pcap"}
+	seen := map[string]bool{}
+	for _, w := range ws {
+		if filepath.Ext(w.Path) != ".pcapng" {
+			continue
+		}
+		fresh := false
+		for _, rules := range findingFrames(t, w.Path)[w.Path] {
+			for _, r := range rules {
+				fresh = fresh || !seen[r]
+				seen[r] = true
+			}
+		}
+		if fresh {
+			ins = append(ins, w.Path)
+		}
+	}
+	checked := 0
+	for _, in := range ins {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			out, stderr, code := runKidscope(t, "analyze", "-p", "auto", "-o", "json", "--fail-on", "never", "--extract", filepath.Join(t.TempDir(), "x"), in)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var doc struct{ Findings []struct{ Rule string } }
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			inFrames := len(tsharkLines(t, "-r", in, "-T", "fields", "-e", "frame.number"))
+			for i, f := range doc.Findings {
+				x := ""
+				for l := range strings.SplitSeq(stderr, "\n") {
+					if strings.HasPrefix(l, "kidscope: finding "+strconv.Itoa(i+1)+" ("+f.Rule+"): ") {
+						x = strings.Fields(strings.TrimPrefix(l, "kidscope: finding "+strconv.Itoa(i+1)+" ("+f.Rule+"): "))[0]
+					}
+				}
+				if x == "" {
+					t.Fatalf("finding %d: no extract named in %q", i+1, stderr)
+				}
+				// An extract ends at the finding's answer: a connection
+				// whose profile (--profile auto) its later requests
+				// decided is judged by it given (README).
+				found := false
+				for _, profile := range []string{"auto", "seed", "accepted"} {
+					for _, rules := range findingFrames(t, "-p", "auto", "--profile", profile, x)[x] {
+						found = found || slices.Contains(rules, f.Rule)
+					}
+					if found {
+						break
+					}
+				}
+				if !found {
+					t.Errorf("%s: analysed again, no %s", x, f.Rule)
+				}
+				n := len(tsharkLines(t, "-r", x, "-T", "fields", "-e", "frame.number"))
+				if n == 0 || n > inFrames {
+					t.Errorf("%s: %d frames of %d", x, n, inFrames)
+				}
+				comments := commentsOf(t, x)
+				named := false
+				for _, c := range comments {
+					named = named || strings.Contains(c, " "+f.Rule)
+				}
+				if !named {
+					t.Errorf("%s: no comment names %s: %v", x, f.Rule, comments)
+				}
+				checked++
+			}
+		})
+	}
+	if checked < 10 {
+		t.Fatalf("only %d extracts checked", checked)
+	}
+	// --finding 2 of an input with two findings.
+	two := filepath.Join(dir, "hdr-acc-changed.pcapng")
+	xdir := filepath.Join(t.TempDir(), "one")
+	_, stderr, code := runKidscope(t, "analyze", "--fail-on", "never", "--extract", xdir, "--finding", "2", two)
+	if code != 0 {
+		t.Fatalf("--finding 2: exit %d: %s", code, stderr)
+	}
+	if ents, _ := os.ReadDir(xdir); len(ents) != 1 || ents[0].Name() != "finding-2-stream-unanswered.pcapng" {
+		t.Errorf("--finding 2: %v", ents)
+	}
+	if _, stderr, code := runKidscope(t, "analyze", "-p", "auto", "--fail-on", "never", "--extract", xdir, "--finding", "99", ins[0]); code != exitBadInput || !strings.Contains(stderr, "--finding 99") {
+		t.Errorf("--finding 99: exit %d: %s", code, stderr)
+	}
+}
