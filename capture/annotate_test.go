@@ -246,3 +246,24 @@ func FuzzAnnotate(f *testing.F) {
 		readAnnotated(t, out)
 	})
 }
+
+// TestReaderComments: the Reader reads the section comments of a pcapng
+// input (an annotated copy's), for the report's summary; a pcap has none.
+func TestReaderComments(t *testing.T) {
+	dir := t.TempDir()
+	pcap := writeFile(t, dir, "in.pcap", pcapBytes(t, layers.LinkTypeEthernet, false, recs([]byte{1, 2, 3})))
+	out := filepath.Join(dir, "out.pcapng")
+	long := string(bytes.Repeat([]byte("x"), 5000))
+	if _, err := Annotate(pcap, out, AnnotateOptions{Section: long}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open([]string{pcap, out}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got := r.Comments()
+	if len(got) != 1 || got[0].File != 1 || got[0].Text != long[:maxCommentBytes] {
+		t.Fatalf("comments %d: %+v", len(got), got)
+	}
+}

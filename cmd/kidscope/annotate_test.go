@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -215,6 +216,11 @@ func TestAnnotateKeepsComments(t *testing.T) {
 		t.Errorf("frame 12: %q", got[12])
 	}
 	checkComments(t, out, findingFrames(t, in)[in])
+	// The copy's capture comment is in the summary of its report.
+	table, _, _ := runKidscope(t, "analyze", "--fail-on", "never", out)
+	if !regexp.MustCompile(`(?m)^  comments +\S*annotated\.pcapng:\s+kidscope \(`).MatchString(table) {
+		t.Errorf("no capture comment in the summary:\n%s", table)
+	}
 	capinfos, err := exec.Command("capinfos", out).Output()
 	if err != nil {
 		t.Skipf("capinfos: %v", err)
