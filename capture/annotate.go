@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -145,10 +146,11 @@ func openRaw(name string) (*bufio.Reader, func(), error) {
 	return br, func() { f.Close() }, nil
 }
 
-// ngBlock reads one whole pcapng block and its byte order (set by a
+// ngBlock reads one whole pcapng block into buf's memory (grown as
+// needed; valid until the next call with it) and its byte order (set by a
 // section header, else order). It returns io.EOF at a clean end and
 // io.ErrUnexpectedEOF for a block cut short.
-func ngBlock(br *bufio.Reader, order ngOrder) ([]byte, ngOrder, error) {
+func ngBlock(br *bufio.Reader, order ngOrder, buf []byte) ([]byte, ngOrder, error) {
 	h, err := br.Peek(12)
 	if len(h) < 12 {
 		if len(h) == 0 && err == io.EOF {
@@ -173,7 +175,7 @@ func ngBlock(br *bufio.Reader, order ngOrder) ([]byte, ngOrder, error) {
 	if n < 12 || n%4 != 0 || n > maxBlockLength {
 		return nil, order, fmt.Errorf("pcapng block of type %#x: bad total length %d", order.Uint32(h), n)
 	}
-	b := make([]byte, n)
+	b := slices.Grow(buf[:0], int(n))[:n]
 	if _, err := io.ReadFull(br, b); err != nil {
 		return nil, order, io.ErrUnexpectedEOF
 	}
@@ -188,9 +190,11 @@ func ngBlock(br *bufio.Reader, order ngOrder) ([]byte, ngOrder, error) {
 func collectSecrets(br *bufio.Reader) ([]secretsBlock, error) {
 	var out []secretsBlock
 	var order ngOrder
+	var buf []byte
 	total := 0
 	for {
-		b, o, err := ngBlock(br, order)
+		b, o, err := ngBlock(br, order, buf)
+		buf = b
 		order = o
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return out, nil
@@ -224,8 +228,10 @@ func isFrame(typ uint32) bool {
 
 func annotateNg(br *bufio.Reader, w io.Writer, opt AnnotateOptions, secrets []secretsBlock, st *AnnotateStats) error {
 	var order ngOrder
+	var buf []byte
 	for {
-		b, o, err := ngBlock(br, order)
+		b, o, err := ngBlock(br, order, buf)
+		buf = b
 		order = o
 		if err == io.EOF {
 			return nil

@@ -51,7 +51,7 @@ func readAnnotated(t *testing.T, path string) annotated {
 		return out
 	}
 	for {
-		b, o, err := ngBlock(br, order)
+		b, o, err := ngBlock(br, order, nil)
 		if err == io.EOF {
 			return a
 		}
