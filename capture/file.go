@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -729,6 +730,27 @@ func (r *Reader) OnSecrets(f func(file int, typ uint32, data []byte)) {
 			s.ng.secrets = func(typ uint32, data []byte) { f(index, typ, data) }
 		}
 	}
+}
+
+// FileComment is a comment of a pcapng file's section header.
+type FileComment struct {
+	File int // index of the input, as Packet.File
+	Text string
+}
+
+// Comments are the inputs' capture comments (pcapng section header
+// opt_comment) read so far, a few per file, for the report's summary.
+func (r *Reader) Comments() []FileComment {
+	var out []FileComment
+	for _, s := range r.srcs {
+		if s.ng != nil {
+			for _, c := range s.ng.comments {
+				out = append(out, FileComment{File: s.index, Text: c})
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b FileComment) int { return a.File - b.File })
+	return out
 }
 
 // Files returns the input names in the order given, stdin shown as "stdin";

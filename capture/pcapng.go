@@ -89,6 +89,8 @@ type ngRecords struct {
 	// secrets, when set, is handed the data of each decryption secrets
 	// block; when nil they are discarded unread.
 	secrets func(typ uint32, data []byte)
+	// comments are the section headers' comments (sectionComments).
+	comments []string
 }
 
 // SecretsTLSKeyLog is the secrets type of a decryption secrets block that
@@ -323,7 +325,32 @@ func (r *ngRecords) section(h []byte) error {
 		return fmt.Errorf("pcapng section header: unsupported version %d.%d", major, minor)
 	}
 	r.ifaces, r.described = r.ifaces[:0], 0
+	if b, _ := r.br.Peek(n); len(b) == n {
+		r.sectionComments(b[24 : n-4])
+	}
 	return r.end(ngSHB, n, 0)
+}
+
+// Of a file's section comments (opt_comment), the first maxComments are
+// kept, each cut to maxCommentBytes: they are for the report's summary.
+const (
+	maxComments     = 8
+	maxCommentBytes = 1024
+)
+
+// sectionComments keeps the comments among a section header's options
+// (those of a header longer than the read buffer are not read).
+func (r *ngRecords) sectionComments(opts []byte) {
+	for len(opts) >= 4 && len(r.comments) < maxComments {
+		code, n := r.u16(opts[0:2]), int(r.u16(opts[2:4]))
+		if code == optEnd || 4+n > len(opts) {
+			return
+		}
+		if code == optComment {
+			r.comments = append(r.comments, clip(string(opts[4:4+n]), maxCommentBytes))
+		}
+		opts = opts[min(len(opts), 4+(n+3)&^3):]
+	}
 }
 
 // iface reads an interface description block, whose first 12 bytes are

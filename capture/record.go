@@ -102,12 +102,19 @@ func (r *Recorder) name(i int) string {
 	if i == 0 {
 		return r.base
 	}
+	return NumberedName(r.base, i+1)
+}
+
+// NumberedName is path with -n before its extension: x.pcapng, 2 is
+// x-2.pcapng (the names of a rotation, and of analyze --annotate's copies
+// of several inputs).
+func NumberedName(path string, n int) string {
 	ext := ""
-	base := r.base
+	base := path
 	if j := strings.LastIndex(base, "."); j > strings.LastIndex(base, "/") {
 		base, ext = base[:j], base[j:]
 	}
-	return fmt.Sprintf("%s-%d%s", base, i+1, ext)
+	return fmt.Sprintf("%s-%d%s", base, n, ext)
 }
 
 func (r *Recorder) open() error {

@@ -236,7 +236,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 			}
 			sum.Reassembly.Add(rd.gate.Stats())
 			rd.tally.fill(sum)
-			sum.Problems = files.Problems()
+			sum.Problems, sum.Comments = files.Problems(), files.Comments()
 			if opt.OnTick != nil {
 				tick(c.stats)
 			}

@@ -301,7 +301,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 	sum.TLSKeysNotKept, sum.TLSKeysKept = w.keys.Evicted(), w.keys.Len()
 	tally.fill(&sum)
 	if files != nil {
-		sum.Problems = files.Problems()
+		sum.Problems, sum.Comments = files.Problems(), files.Comments()
 	}
 	tick()
 	return sum, nil

@@ -245,6 +245,13 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 		inputs = append(inputs, plain("(frames are written INPUT:FRAME, e.g. 2:17)"))
 	}
 	add("inputs", inputs...)
+	if len(s.Comments) > 0 {
+		var cs []line
+		for _, c := range s.Comments {
+			cs = append(cs, plain(shown(fileName(a.Files, c.File)+": "+c.Text)))
+		}
+		add("comments", cs...)
+	}
 
 	first, last := spanOf(a)
 	switch {

@@ -27,6 +27,8 @@ type Summary struct {
 	// was read past the way Wireshark reads them (capture.Recovered). One
 	// line each, naming the file and frame.
 	Problems []error
+	// Comments are the inputs' capture comments (pcapng section headers).
+	Comments []capture.FileComment
 	// Interrupted is true when the context ended the run early.
 	Interrupted bool
 	// TLSKeysNotKept counts the key log lines not kept for want of room

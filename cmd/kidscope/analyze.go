@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -119,6 +120,8 @@ func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
 	var noHash bool
+	var af annotateFlags
+	var xf extractFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -148,6 +151,12 @@ what a cap leaves out is counted in the report.`,
 			defer stopGovernor()
 			choice, err := rf.parse()
 			if err != nil {
+				return usageError(err)
+			}
+			if err := af.check(files, xf.dir != ""); err != nil {
+				return usageError(err)
+			}
+			if err := xf.check(files); err != nil {
 				return usageError(err)
 			}
 			format := in.output
@@ -192,12 +201,18 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
+			if err := errors.Join(af.write(cmd, files, &run.Rules),
+				xf.write(cmd, files, &run.Rules, af.writeSecrets, af.force)); err != nil {
+				return &exitError{code: exitBadInput, err: err}
+			}
 			return finalStatus(&run.Summary, code)
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI), html (one self-contained file with ladder diagrams)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	af.register(cmd)
+	xf.register(cmd)
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
 		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd

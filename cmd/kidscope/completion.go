@@ -98,10 +98,13 @@ func completeFlags(root *cobra.Command) {
 			}
 			_ = cmd.RegisterFlagCompletionFunc("output", fixed(formats...))
 		}
-		for _, name := range []string{"tls-keylog", "write", "bpf-raw"} {
+		for _, name := range []string{"tls-keylog", "write", "bpf-raw", "annotate"} {
 			if cmd.Flags().Lookup(name) != nil {
 				_ = cmd.MarkFlagFilename(name)
 			}
+		}
+		if cmd.Flags().Lookup("extract") != nil {
+			_ = cmd.MarkFlagDirname("extract")
 		}
 		switch cmd.Name() {
 		case "rules":
