@@ -223,6 +223,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		if c.last {
 			// The dealer is done with the summary fields it keeps.
 			sum.First, sum.Last, sum.CutFrames = rd.sum.First, rd.sum.Last, rd.sum.CutFrames
+			sum.OutsideTime = rd.sum.OutsideTime
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
@@ -458,6 +459,10 @@ func (rd *dealer) run() {
 		if err != nil {
 			send(true, false, err)
 			return
+		}
+		if rd.opt.Time.Any() && !rd.opt.Time.keep(p.Time) {
+			rd.sum.OutsideTime++
+			continue
 		}
 		note(&rd.sum, &p)
 		seq++

@@ -31,6 +31,10 @@ type Options struct {
 	Filter *filter.Filter
 	// MaxPackets stops the run after that many frames (0: no limit).
 	MaxPackets int64
+	// Time, when it has a bound, drops the packets of Files outside it
+	// before reassembly (timerange.go); they are counted in
+	// Summary.OutsideTime.
+	Time TimeRange
 	// OnTick, when set, is called about once a second of wall time.
 	OnTick func(Progress)
 	// Workers shares the connections of Files among this many goroutines
@@ -282,6 +286,10 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		}
 		if err != nil {
 			return sum, err
+		}
+		if opt.Time.Any() && !opt.Time.keep(p.Time) {
+			sum.OutsideTime++
+			continue
 		}
 		note(&sum, &p)
 		if other, probe := tally.see(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)); other {

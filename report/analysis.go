@@ -17,6 +17,9 @@ type Analysis struct {
 	// Run, when set, is kidscope's version, the options and the inputs,
 	// which JSON and NDJSON write.
 	Run *RunInfo
+	// Scope, when set, says the Result is the part of the whole that
+	// --instance, --client, --broker or --connection kept (Scope.Apply).
+	Scope *ScopeNote
 }
 
 // AnalysisOptions say how to write it.

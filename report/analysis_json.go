@@ -95,6 +95,17 @@ type summaryJSON struct {
 	FindingsByRule           map[string]int64 `json:"findings_by_rule"`
 	Problems                 []string         `json:"problems"`
 	Interrupted              bool             `json:"interrupted"`
+	// Scope is set when --instance, --client, --broker or --connection
+	// narrowed the lists (report/scope.go).
+	Scope *scopeJSON `json:"scope,omitempty"`
+}
+
+type scopeJSON struct {
+	Flags            string `json:"flags"`
+	Findings         int    `json:"findings"`
+	FindingsTotal    int    `json:"findings_total"`
+	Connections      int    `json:"connections"`
+	ConnectionsTotal int    `json:"connections_total"`
 }
 
 type endpointsJSON struct {
@@ -375,6 +386,10 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 	j.ExtraInterfaceFrames = s.Capture.ExtraInterfaceFrames
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
+	}
+	if n := a.Scope; n != nil {
+		j.Scope = &scopeJSON{Flags: n.Text, Findings: n.Findings, FindingsTotal: n.FindingsTotal,
+			Connections: n.Connections, ConnectionsTotal: n.ConnectionsTotal}
 	}
 	return j
 }

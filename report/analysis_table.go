@@ -259,7 +259,11 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 		add("time span", plain(fmt.Sprintf("%s → %s UTC (%s)", f.Format("2006-01-02 15:04:05.000"), end,
 			l.Sub(f).Round(time.Millisecond))))
 	}
-	add("packets", plain(commas(s.Capture.Packets)))
+	packets := commas(s.Capture.Packets)
+	if s.OutsideTime > 0 {
+		packets += " (" + commas(s.OutsideTime) + " outside --from/--to, dropped before reassembly)"
+	}
+	add("packets", plain(packets))
 	add("bytes", plain(fmt.Sprintf("%s (%s)", commas(s.Capture.Bytes), humanBytes(s.Capture.Bytes))))
 	conns := commas(s.Connections)
 	if n := s.Reassembly.ConnectionsDropped; n > 0 {
@@ -305,6 +309,9 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	add("input problems", inp...)
 	if s.Interrupted {
 		add("interrupted", plain("yes: the report covers what was read before the interruption"))
+	}
+	if a.Scope != nil {
+		add("scope", plain(SafeText(a.Scope.Line())))
 	}
 	add("findings", severityLine(severityTotals(&a.Result)))
 	return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}

@@ -189,6 +189,8 @@ type FramesSummary struct {
 type FramesFilter struct {
 	APIKeys     []int16 `json:"api_keys,omitempty"`
 	Connections []int   `json:"connections,omitempty"`
+	// Scope is --instance, --client and --broker, in the flags' words.
+	Scope string `json:"scope,omitempty"`
 }
 
 func (f *FramesFilter) String() string {
@@ -210,6 +212,9 @@ func (f *FramesFilter) String() string {
 			word = "connections "
 		}
 		parts = append(parts, word+strings.Join(ids, ", "))
+	}
+	if f.Scope != "" {
+		parts = append(parts, f.Scope)
 	}
 	return strings.Join(parts, "; ")
 }

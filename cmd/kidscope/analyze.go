@@ -119,6 +119,8 @@ func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
 	var noHash bool
+	var sf scopeFlags
+	var conns []string
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -150,6 +152,10 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return usageError(err)
 			}
+			scope, err := sf.parseAll(conns, &opt)
+			if err != nil {
+				return usageError(err)
+			}
 			format := in.output
 			if !report.ValidAnalyzeFileFormat(format) {
 				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown or sarif", format))
@@ -170,9 +176,10 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
+			note := applyScope(&scope, &run, form)
 			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
-			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules, Scope: note}
 			if hashes != nil {
 				rep.Run = &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(&in, &rf, &opt), Inputs: hashes.wait()}
 			}
@@ -189,6 +196,8 @@ what a cap leaves out is counted in the report.`,
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	sf.register(cmd, true)
+	cmd.Flags().StringSliceVar(&conns, "connection", nil, "report only these connections, by number (the connections table's #), repeatable")
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
 		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd
