@@ -170,7 +170,15 @@ what a cap leaves out is counted in the report.`,
 				opt.OnTick = bar.tick
 			}
 			opt.Rules = choice.check(caps.rulesOptions())
-			run, err := pipeline.Run(cmd.Context(), opt, nil)
+			// One connection in a table: its messages too (connview.go).
+			var view *connViewSink
+			var sink pipeline.Sink
+			if len(scope.Connections) == 1 && format == "table" {
+				limit, _ := in.effectiveLimit(cmd)
+				view = &connViewSink{conn: scope.Connections[0], names: displayNames(files), form: form, max: connViewFor(limit)}
+				sink = view
+			}
+			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
 			collectBeforeReport()
 			if err != nil {
@@ -187,6 +195,9 @@ what a cap leaves out is counted in the report.`,
 				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd, cmd.OutOrStdout()),
 				SARIF: report.SARIFInvocation{ToolVersion: kidscopeVersion(), ExitCode: exit,
 					Successful: exit == exitOK || exit == exitFindings}})
+			if err == nil && view != nil {
+				err = report.WriteLadder(cmd.OutOrStdout(), view.ladder(&run), colorWanted(cmd, cmd.OutOrStdout()))
+			}
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
