@@ -178,6 +178,9 @@ func (r *recorder) closed(c *Conn, end End) {
 
 func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *deliverer) (result.Summary, error) {
 	sum := d.sum
+	if d.streams == nil { // called without run (tests)
+		d.streams = newTCPStreams(opt.TCPStreams)
+	}
 	n := opt.Workers
 	free := make(chan *chunk, chunksAhead)
 	for range chunksAhead {
@@ -203,7 +206,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		w := newWorker(&opt, ropt, n, rec)
 		go runWorker(w, rec, work[i])
 	}
-	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
+	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work, streams: d.streams}
 	go rd.run()
 
 	nextTick := time.Now().Add(time.Second)
@@ -403,6 +406,9 @@ type dealer struct {
 	sum   result.Summary
 	gate  *reassembly.Gate
 	tally *portTally
+	// streams numbers the TCP conversations (tcpstream.go); the
+	// deliverer reads the numbers as connections open.
+	streams *tcpStreams
 }
 
 func (rd *dealer) run() {
@@ -465,6 +471,7 @@ func (rd *dealer) run() {
 			continue
 		}
 		note(&rd.sum, &p)
+		rd.streams.seeFixed(p.Network, &seg.Fixed, p.File, p.Frame)
 		seq++
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		hlen := int(seg.Fixed[12]>>4) * 4

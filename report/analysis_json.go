@@ -151,7 +151,10 @@ type findingJSON struct {
 }
 
 type connectionJSON struct {
-	ID         int        `json:"id"`
+	ID int `json:"id"`
+	// TCPStream is Wireshark's tcp.stream of the connection; null past
+	// the cap on 4-tuples numbered.
+	TCPStream  *int       `json:"tcp_stream"`
 	Client     string     `json:"client"`
 	Broker     string     `json:"broker"`
 	ClientID   *string    `json:"client_id"`
@@ -276,6 +279,10 @@ func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) conne
 	}
 	if c.HasInstanceID {
 		j.InstanceID = strPtr(form.format(c.InstanceID))
+	}
+	if c.HasTCPStream {
+		n := c.TCPStream
+		j.TCPStream = &n
 	}
 	return j
 }

@@ -565,7 +565,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 	}
 	g := &grid{header: []string{"#", "CLIENT\n→ BROKER", "CLIENT ID\nINSTANCE ID", "REQ/RESP", "GAPS", "PROFILE\nKIND"}}
 	if st.md {
-		g.header = []string{"#", "Client → broker", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
+		g.header = []string{"#", "Client → broker (tcp.stream)", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
 	}
 	for i := range cs {
 		c := &cs[i]
@@ -596,9 +596,14 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 		if c.TLS != "" {
 			kind = append(kind, st.wrap(c.TLS, 16)...)
 		}
+		ends := []string{c.Key.Client.String(), "→ " + c.Key.Broker.String()}
+		if c.HasTCPStream {
+			// Wireshark's number: tcp.stream eq N shows the connection.
+			ends = append(ends, "tcp.stream "+strconv.Itoa(c.TCPStream))
+		}
 		g.rows = append(g.rows, [][]string{
 			{strconv.Itoa(c.ID)},
-			{c.Key.Client.String(), "→ " + c.Key.Broker.String()},
+			ends,
 			{cid, inst},
 			{commas(c.Requests) + "/" + commas(c.Responses)},
 			{strconv.Itoa(c.Gaps)},
@@ -606,7 +611,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 		})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
+		block{kind: blockPara, text: plain("tcp.stream: Wireshark's number of the connection (filter tcp.stream eq N); new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
 }
 
 func instanceBlocks(a *Analysis, st *docStyle) []block {

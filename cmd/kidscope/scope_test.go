@@ -151,7 +151,7 @@ type scopeDoc struct {
 		InstanceID string `json:"instance_id"`
 	} `json:"connections"`
 	Instances []struct {
-		ID          string `json:"id"`
+		ID          string `json:"instance_id"`
 		Connections []int  `json:"connections"`
 	} `json:"instances"`
 	Brokers []struct {
