@@ -20,14 +20,10 @@ type connViewSink struct {
 	more  int64
 }
 
-// connViewCost is what the view counts a kept message at: its record's
-// strings and pointers, a few hundred bytes, with room.
-const connViewCost = 1 << 10
-
 // connViewFor is the view's cap under a memory limit (bytes; 0: the
-// default budget's): the share frames' hold takes (frameHoldFor), which
-// analyze leaves to the rules' findings; a third of it, since analyze
-// keeps those too.
+// default budget's): a third of the share frames' hold takes
+// (frameHoldFor, at its 1 KiB a row, room for a record's strings and
+// pointers), since analyze keeps the rules' findings in that share too.
 func connViewFor(limit int64) int {
 	return max(frameHoldFor(limit)/3, 16)
 }
