@@ -79,6 +79,9 @@ type summaryJSON struct {
 	ConnectionsReused  int64   `json:"connections_reused"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
+	// OutsideTime counts the packets --from/--to dropped before
+	// reassembly (counted in Packets too).
+	OutsideTime int64 `json:"outside_time"`
 	// Bodies not decoded: over --max-body-buffer, over the decoder's cap.
 	BodiesSkippedBudget   int64 `json:"bodies_skipped_budget"`
 	BodiesSkippedTooLarge int64 `json:"bodies_skipped_too_large"`
@@ -383,7 +386,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, NoResponseExpected: s.NoResponse, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
 		ConnectionsReused: s.Reassembly.Reused,
-		KernelDrops:       s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
+		KernelDrops:       s.Capture.KernelDrops, Filtered: s.Capture.Filtered, OutsideTime: s.OutsideTime,
 		DroppedConnections: a.Result.Dropped.Connections, DroppedFindings: a.Result.Dropped.Findings,
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,
