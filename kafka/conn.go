@@ -41,6 +41,11 @@ type Conn struct {
 	MidStream [2]bool
 	// First is where the connection's first packet was captured.
 	First FrameRef
+	// TCPStream is Wireshark's tcp.stream index of the connection (every
+	// TCP conversation of the inputs, from 0), when HasTCPStream: a
+	// connection past the pipeline's cap on 4-tuples has none.
+	TCPStream    int
+	HasTCPStream bool
 }
 
 // Close is how a connection ended in the capture.

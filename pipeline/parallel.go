@@ -178,6 +178,9 @@ func (r *recorder) closed(c *Conn, end End) {
 
 func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *deliverer) (result.Summary, error) {
 	sum := d.sum
+	if d.streams == nil { // called without run (tests)
+		d.streams = newTCPStreams(opt.TCPStreams)
+	}
 	n := opt.Workers
 	free := make(chan *chunk, chunksAhead)
 	for range chunksAhead {
@@ -203,7 +206,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		w := newWorker(&opt, ropt, n, rec)
 		go runWorker(w, rec, work[i])
 	}
-	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work}
+	rd := &dealer{ctx: ctx, opt: opt, files: files, free: free, work: work, streams: d.streams}
 	go rd.run()
 
 	nextTick := time.Now().Add(time.Second)
@@ -223,6 +226,7 @@ func runParallel(ctx context.Context, opt Options, files *capture.Reader, d *del
 		if c.last {
 			// The dealer is done with the summary fields it keeps.
 			sum.First, sum.Last, sum.CutFrames = rd.sum.First, rd.sum.Last, rd.sum.CutFrames
+			sum.OutsideTime = rd.sum.OutsideTime
 			sum.Interrupted = c.interrupted
 			if c.err != nil {
 				return *sum, c.err
@@ -402,6 +406,9 @@ type dealer struct {
 	sum   result.Summary
 	gate  *reassembly.Gate
 	tally *portTally
+	// streams numbers the TCP conversations (tcpstream.go); the
+	// deliverer reads the numbers as connections open.
+	streams *tcpStreams
 }
 
 func (rd *dealer) run() {
@@ -459,7 +466,12 @@ func (rd *dealer) run() {
 			send(true, false, err)
 			return
 		}
+		if rd.opt.Time.Any() && !rd.opt.Time.keep(p.Time) {
+			rd.sum.OutsideTime++
+			continue
+		}
 		note(&rd.sum, &p)
+		rd.streams.seeFixed(p.Network, &seg.Fixed, p.File, p.Frame)
 		seq++
 		src, dst := binary.BigEndian.Uint16(seg.Fixed[:]), binary.BigEndian.Uint16(seg.Fixed[2:])
 		hlen := int(seg.Fixed[12]>>4) * 4

@@ -31,6 +31,14 @@ type Options struct {
 	Filter *filter.Filter
 	// MaxPackets stops the run after that many frames (0: no limit).
 	MaxPackets int64
+	// TCPStreams caps the 4-tuples numbered as Wireshark's tcp.stream
+	// (tcpstream.go; default 262,144): the connections of later ones have
+	// no number (Conn.HasTCPStream).
+	TCPStreams int
+	// Time, when it has a bound, drops the packets of Files outside it
+	// before reassembly (timerange.go); they are counted in
+	// Summary.OutsideTime.
+	Time TimeRange
 	// OnTick, when set, is called about once a second of wall time.
 	OnTick func(Progress)
 	// Workers shares the connections of Files among this many goroutines
@@ -202,6 +210,7 @@ func (nopSink) Closed(*Conn)               {}
 func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error) {
 	var sum result.Summary
 	d.sum = &sum
+	d.streams = newTCPStreams(opt.TCPStreams)
 	src := opt.Source
 	var files *capture.Reader
 	if src == nil {
@@ -283,7 +292,12 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		if err != nil {
 			return sum, err
 		}
+		if opt.Time.Any() && !opt.Time.keep(p.Time) {
+			sum.OutsideTime++
+			continue
+		}
 		note(&sum, &p)
+		d.streams.seePacket(&p)
 		if other, probe := tally.see(uint16(p.TCP.SrcPort), uint16(p.TCP.DstPort), synAck(p.TCP), len(p.TCP.Payload)); other {
 			if probe {
 				tally.probe(uint16(p.TCP.DstPort), p.TCP.Payload)
@@ -587,6 +601,7 @@ type deliverer struct {
 	sink      Sink
 	check     *checker // nil without Options.Rules
 	sum       *result.Summary
+	streams   *tcpStreams // Wireshark's tcp.stream numbers, by first packet
 	nextID    int
 	openNow   int // connections open now
 	requests  int64
@@ -601,6 +616,7 @@ func (d *deliverer) progress(st capture.Stats) Progress {
 func (d *deliverer) open(c *Conn) {
 	d.nextID++
 	c.ID = d.nextID
+	c.TCPStream, c.HasTCPStream = d.streams.stream(c.First.File, c.First.Frame)
 	d.sum.Connections++
 	d.openNow++
 	if d.check != nil {

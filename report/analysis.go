@@ -20,6 +20,9 @@ type Analysis struct {
 	// Ladders are the kept messages of the connections with findings, by
 	// connection ID: only -o html reads them (and only it collects them).
 	Ladders map[int]*Ladder
+	// Scope, when set, says the Result is the part of the whole that
+	// --instance, --client, --broker or --connection kept (Scope.Apply).
+	Scope *ScopeNote
 }
 
 // AnalysisOptions say how to write it.

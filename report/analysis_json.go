@@ -79,6 +79,9 @@ type summaryJSON struct {
 	ConnectionsReused  int64   `json:"connections_reused"`
 	KernelDrops        int64   `json:"kernel_drops"`
 	Filtered           int64   `json:"filtered"`
+	// OutsideTime counts the packets --from/--to dropped before
+	// reassembly (counted in Packets too).
+	OutsideTime int64 `json:"outside_time"`
 	// Bodies not decoded: over --max-body-buffer, over the decoder's cap.
 	BodiesSkippedBudget   int64 `json:"bodies_skipped_budget"`
 	BodiesSkippedTooLarge int64 `json:"bodies_skipped_too_large"`
@@ -95,6 +98,17 @@ type summaryJSON struct {
 	FindingsByRule           map[string]int64 `json:"findings_by_rule"`
 	Problems                 []string         `json:"problems"`
 	Interrupted              bool             `json:"interrupted"`
+	// Scope is set when --instance, --client, --broker or --connection
+	// narrowed the lists (report/scope.go).
+	Scope *scopeJSON `json:"scope,omitempty"`
+}
+
+type scopeJSON struct {
+	Flags            string `json:"flags"`
+	Findings         int    `json:"findings"`
+	FindingsTotal    int    `json:"findings_total"`
+	Connections      int    `json:"connections"`
+	ConnectionsTotal int    `json:"connections_total"`
 }
 
 type endpointsJSON struct {
@@ -140,7 +154,10 @@ type findingJSON struct {
 }
 
 type connectionJSON struct {
-	ID         int        `json:"id"`
+	ID int `json:"id"`
+	// TCPStream is Wireshark's tcp.stream of the connection; null past
+	// the cap on 4-tuples numbered.
+	TCPStream  *int       `json:"tcp_stream"`
 	Client     string     `json:"client"`
 	Broker     string     `json:"broker"`
 	ClientID   *string    `json:"client_id"`
@@ -266,6 +283,10 @@ func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) conne
 	if c.HasInstanceID {
 		j.InstanceID = strPtr(form.format(c.InstanceID))
 	}
+	if c.HasTCPStream {
+		n := c.TCPStream
+		j.TCPStream = &n
+	}
 	return j
 }
 
@@ -365,7 +386,7 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 		CutPackets: s.Capture.Cut, NotKafka: s.NotKafka, Unanswered: s.Unanswered, NoResponseExpected: s.NoResponse, Unmatched: s.Unmatched,
 		UnknownAPI: s.UnknownAPI, TruncatedStreams: s.Truncated, ConnectionsDropped: s.Reassembly.ConnectionsDropped,
 		ConnectionsReused: s.Reassembly.Reused,
-		KernelDrops:       s.Capture.KernelDrops, Filtered: s.Capture.Filtered,
+		KernelDrops:       s.Capture.KernelDrops, Filtered: s.Capture.Filtered, OutsideTime: s.OutsideTime,
 		DroppedConnections: a.Result.Dropped.Connections, DroppedFindings: a.Result.Dropped.Findings,
 		DroppedInstances: a.Result.Dropped.Instances,
 		Problems:         []string{}, Interrupted: s.Interrupted,
@@ -375,6 +396,10 @@ func newSummaryJSON(a *Analysis) summaryJSON {
 	j.ExtraInterfaceFrames = s.Capture.ExtraInterfaceFrames
 	for _, p := range s.Problems {
 		j.Problems = append(j.Problems, p.Error())
+	}
+	if n := a.Scope; n != nil {
+		j.Scope = &scopeJSON{Flags: n.Text, Findings: n.Findings, FindingsTotal: n.FindingsTotal,
+			Connections: n.Connections, ConnectionsTotal: n.ConnectionsTotal}
 	}
 	return j
 }

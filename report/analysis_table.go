@@ -266,7 +266,11 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 		add("time span", plain(fmt.Sprintf("%s → %s UTC (%s)", f.Format("2006-01-02 15:04:05.000"), end,
 			l.Sub(f).Round(time.Millisecond))))
 	}
-	add("packets", plain(commas(s.Capture.Packets)))
+	packets := commas(s.Capture.Packets)
+	if s.OutsideTime > 0 {
+		packets += " (" + commas(s.OutsideTime) + " outside --from/--to, dropped before reassembly)"
+	}
+	add("packets", plain(packets))
 	add("bytes", plain(fmt.Sprintf("%s (%s)", commas(s.Capture.Bytes), humanBytes(s.Capture.Bytes))))
 	conns := commas(s.Connections)
 	if n := s.Reassembly.ConnectionsDropped; n > 0 {
@@ -312,6 +316,9 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	add("input problems", inp...)
 	if s.Interrupted {
 		add("interrupted", plain("yes: the report covers what was read before the interruption"))
+	}
+	if a.Scope != nil {
+		add("scope", plain(SafeText(a.Scope.Line())))
 	}
 	add("findings", severityLine(severityTotals(&a.Result)))
 	return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}
@@ -565,7 +572,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 	}
 	g := &grid{header: []string{"#", "CLIENT\n→ BROKER", "CLIENT ID\nINSTANCE ID", "REQ/RESP", "GAPS", "PROFILE\nKIND"}}
 	if st.md {
-		g.header = []string{"#", "Client → broker", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
+		g.header = []string{"#", "Client → broker (tcp.stream)", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
 	}
 	for i := range cs {
 		c := &cs[i]
@@ -596,9 +603,14 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 		if c.TLS != "" {
 			kind = append(kind, st.wrap(c.TLS, 16)...)
 		}
+		ends := []string{c.Key.Client.String(), "→ " + c.Key.Broker.String()}
+		if c.HasTCPStream {
+			// Wireshark's number: tcp.stream eq N shows the connection.
+			ends = append(ends, "tcp.stream "+strconv.Itoa(c.TCPStream))
+		}
 		g.rows = append(g.rows, [][]string{
 			{strconv.Itoa(c.ID)},
-			{c.Key.Client.String(), "→ " + c.Key.Broker.String()},
+			ends,
 			{cid, inst},
 			{commas(c.Requests) + "/" + commas(c.Responses)},
 			{strconv.Itoa(c.Gaps)},
@@ -606,7 +618,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 		})
 	}
 	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
+		block{kind: blockPara, text: plain("tcp.stream: Wireshark's number of the connection (filter tcp.stream eq N); new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
 }
 
 func instanceBlocks(a *Analysis, st *docStyle) []block {

@@ -169,6 +169,9 @@ type FramesSummary struct {
 	NotKafka     int64 `json:"not_kafka"`
 	SASLTokens   int64 `json:"sasl_tokens"`
 	CutPackets   int64 `json:"cut_packets"`
+	// OutsideTime counts the packets --from/--to dropped before
+	// reassembly (counted in Packets too).
+	OutsideTime int64 `json:"outside_time,omitempty"`
 	// Listed counts the messages written (requests and responses the
 	// filters let through).
 	Listed int64 `json:"listed"`
@@ -189,6 +192,8 @@ type FramesSummary struct {
 type FramesFilter struct {
 	APIKeys     []int16 `json:"api_keys,omitempty"`
 	Connections []int   `json:"connections,omitempty"`
+	// Scope is --instance, --client and --broker, in the flags' words.
+	Scope string `json:"scope,omitempty"`
 }
 
 func (f *FramesFilter) String() string {
@@ -211,6 +216,9 @@ func (f *FramesFilter) String() string {
 		}
 		parts = append(parts, word+strings.Join(ids, ", "))
 	}
+	if f.Scope != "" {
+		parts = append(parts, f.Scope)
+	}
 	return strings.Join(parts, "; ")
 }
 
@@ -222,7 +230,7 @@ func NewFramesSummary(s *result.Summary) FramesSummary {
 		Requests: s.Requests, Responses: s.Responses, Unmatched: s.Unmatched, Gaps: s.Gaps,
 		Resyncs: s.Resyncs, DecodeErrors: s.Malformed + s.Capture.Malformed,
 		NotKafka: s.NotKafka, SASLTokens: s.SASLTokens, CutPackets: s.Capture.Cut,
-		Listed: s.Requests + s.Responses, Start: s.First,
+		Listed: s.Requests + s.Responses, Start: s.First, OutsideTime: s.OutsideTime,
 	}
 }
 
@@ -231,6 +239,9 @@ func (s FramesSummary) String() string {
 		s.Packets, s.Bytes, s.Connections, s.Requests, s.Responses, s.Unmatched, s.Gaps, s.Resyncs, s.DecodeErrors)
 	if s.Filter != nil {
 		line += fmt.Sprintf("; %d of %d messages listed (%s)", s.Listed, s.Requests+s.Responses, s.Filter)
+	}
+	if s.OutsideTime > 0 {
+		line += fmt.Sprintf("; %s outside --from/--to, dropped before reassembly", plural(s.OutsideTime, "packet", "packets"))
 	}
 	if s.UnlinkedRequests > 0 {
 		line += fmt.Sprintf("; %s written before their response came (more than %s messages waited): no response_frame on them",

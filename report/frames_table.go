@@ -27,6 +27,9 @@ type framesTable struct {
 	conns   map[int]string // connection number: client → broker
 	max     int
 	dropped int64
+	// after, when set, gives the lines written under row i (the
+	// per-connection view's findings, ladder.go): already escaped.
+	after func(i int) []string
 }
 
 // tableRow is one message of the table: its cells (escaped), and what the
@@ -204,6 +207,11 @@ func (f *framesTable) render(start time.Time) {
 			}
 		}
 		line(&r.cells)
+		if f.after != nil {
+			for _, l := range f.after(i) {
+				f.w.WriteString(l + "\n")
+			}
+		}
 	}
 	// The connections the rows name, by number.
 	ids := make([]int, 0, len(f.conns))

@@ -17,6 +17,9 @@ type Summary struct {
 	Capture     capture.Stats
 	Reassembly  reassembly.Stats
 	Connections int64
+	// OutsideTime counts the packets --from/--to dropped before
+	// reassembly (pipeline.TimeRange); Capture.Packets counts them too.
+	OutsideTime int64
 	// Counters are the decoders' totals over every connection.
 	decode.Counters
 	Gaps      int64

@@ -267,7 +267,7 @@ func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Findin
 	for _, k := range c.checks {
 		e.emitAll(c, k.close(c, ci))
 	}
-	row := Connection{ID: c.info.ID, Key: c.info.Endpoints, ClientID: c.clientID, HasClient: c.clientID != "",
+	row := Connection{ID: c.info.ID, Key: c.info.Endpoints, TCPStream: c.info.TCPStream, HasTCPStream: c.info.HasTCPStream, ClientID: c.clientID, HasClient: c.clientID != "",
 		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream[kafka.ToBroker],
 		NewClient: c.hasFirstID, Requests: c.requests, Responses: c.responses, Unanswered: ci.Counters.Unanswered, Gaps: c.gaps,
 		NotKafka: ci.NotKafka, TLS: ci.TLS, First: c.info.First, Last: c.last}

@@ -142,10 +142,14 @@ type Broker struct {
 
 // Connection is the summary of one connection.
 type Connection struct {
-	ID        int
-	Key       kafka.Endpoints
-	ClientID  string
-	HasClient bool
+	ID  int
+	Key kafka.Endpoints
+	// TCPStream is Wireshark's tcp.stream index (kafka.Conn's), when
+	// HasTCPStream.
+	TCPStream    int
+	HasTCPStream bool
+	ClientID     string
+	HasClient    bool
 	// InstanceID is the connection's established (or first) header ID.
 	InstanceID    kafka.UUID
 	HasInstanceID bool

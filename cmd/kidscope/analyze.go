@@ -122,6 +122,8 @@ func newAnalyzeCmd() *cobra.Command {
 	var noHash bool
 	var af annotateFlags
 	var xf extractFlags
+	var sf scopeFlags
+	var conns []string
 	cmd := &cobra.Command{
 		Use:   "analyze FILE...",
 		Short: "Check captures against kidscope's rules and print the report",
@@ -159,6 +161,10 @@ what a cap leaves out is counted in the report.`,
 			if err := xf.check(files); err != nil {
 				return usageError(err)
 			}
+			scope, err := sf.parseAll(conns, &opt)
+			if err != nil {
+				return usageError(err)
+			}
 			format := in.output
 			if !report.ValidAnalyzeFileFormat(format) {
 				return usageError(fmt.Errorf("-o %q: analyze writes table, json, ndjson, csv, markdown, sarif or html", format))
@@ -175,9 +181,16 @@ what a cap leaves out is counted in the report.`,
 			opt.Rules = choice.check(caps.rulesOptions())
 			var sink pipeline.Sink
 			var ladders *ladderCollector
-			if format == "html" { // only the ladders need every message's header
+			// One connection in a table: its messages too (connview.go).
+			var view *connViewSink
+			switch {
+			case format == "html": // only the ladders need every message's header
 				ladders = newLadderCollector(caps.ladderMessages())
 				sink = ladders
+			case len(scope.Connections) == 1 && format == "table":
+				limit, _ := in.effectiveLimit(cmd)
+				view = &connViewSink{conn: scope.Connections[0], names: displayNames(files), form: form, max: connViewFor(limit)}
+				sink = view
 			}
 			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
@@ -185,9 +198,10 @@ what a cap leaves out is counted in the report.`,
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
 			}
+			note := applyScope(&scope, &run, form)
 			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
-			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules}
+			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules, Scope: note}
 			if ladders != nil {
 				rep.Ladders = ladders.ladders(&run.Rules)
 			}
@@ -198,6 +212,9 @@ what a cap leaves out is counted in the report.`,
 				Format: format, UUID: form, Verbose: rf.verbose, Color: colorWanted(cmd, cmd.OutOrStdout()),
 				SARIF: report.SARIFInvocation{ToolVersion: kidscopeVersion(), ExitCode: exit,
 					Successful: exit == exitOK || exit == exitFindings}})
+			if err == nil && view != nil {
+				err = report.WriteConnView(cmd.OutOrStdout(), view.view(&run), colorWanted(cmd, cmd.OutOrStdout()))
+			}
 			if err != nil {
 				return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", err)}
 			}
@@ -213,6 +230,8 @@ what a cap leaves out is counted in the report.`,
 	rf.register(cmd)
 	af.register(cmd)
 	xf.register(cmd)
+	sf.register(cmd, true)
+	cmd.Flags().StringSliceVar(&conns, "connection", nil, "report only these connections, by number (the connections table's #), repeatable")
 	cmd.Flags().BoolVar(&noHash, "no-hash", false,
 		"json, ndjson: do not compute the SHA-256 of the inputs (it costs a few seconds of CPU per GB)")
 	return cmd

@@ -32,6 +32,7 @@ type budget struct {
 	bodyBytes    int64 // bytes of bodies being collected (--max-body-buffer)
 	tlsHeld      int64 // ciphertext held by TLS connections waiting for their keys
 	tlsKeys      int   // client randoms of the key logs kept, by every worker together
+	tcpStreams   int   // TCP 4-tuples numbered as Wireshark's tcp.stream
 }
 
 // Costs per entry, measured on the hostile inputs (peak RSS at two
@@ -48,6 +49,7 @@ const (
 	instanceCost     = 2 << 10
 	findingCost      = 2 << 10
 	tlsKeyCost       = 512 // a TLS 1.3 client random with its four secrets: 420 B measured
+	tcpStreamCost    = 256 // a 4-tuple's key and state in a map, and its stream's start (estimated, not measured)
 	pageSize         = 1900
 	maxPagesPerConn  = 4096 // 7.8 MB: a window of a fast connection
 	defaultBudgetFor = 200 << 20
@@ -75,6 +77,7 @@ func budgetFor(limit int64) budget {
 		closedConns: share(0.1, closedConnCost),
 		instances:   share(0.1, instanceCost),
 		findings:    share(0.15, findingCost),
+		tcpStreams:  share(1.0/16, tcpStreamCost),
 	}
 	b.pagesPerConn = min(maxPagesPerConn, max(b.pages/4, 16))
 	return b

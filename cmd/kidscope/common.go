@@ -222,7 +222,7 @@ func (f *inputFlags) pipelineOptions(files []string, b budget) (pipeline.Options
 		TLSHeldBytes: b.tlsHeld,
 		// Each worker keeps its own copy of the key logs, all of the
 		// share: dividing it would make the output depend on --workers.
-		TLSMaxKeys: b.tlsKeys,
+		TLSMaxKeys: b.tlsKeys, TCPStreams: b.tcpStreams,
 		Reassembly: reassembly.Options{Ports: ports, MaxConnections: f.maxConnections,
 			MaxPagesTotal: f.maxBufferPages, MaxPagesPerConnection: f.maxConnPages},
 		Decode: decode.Options{Table: table, MaxFrameSize: int32(f.maxFrame.n)},

@@ -17,6 +17,7 @@ import (
 func newFramesCmd() *cobra.Command {
 	var in inputFlags
 	var ff framesFlags
+	var sf scopeFlags
 	cmd := &cobra.Command{
 		Use:   "frames FILE...",
 		Short: "List every Kafka request and response in captures, like tshark -T fields",
@@ -45,6 +46,12 @@ With -e and no -o the output is tab-separated fields without a header. The field
 			}
 			fopt, filter, err := ff.options(cmd, in.output)
 			if err != nil {
+				return usageError(err)
+			}
+			if filter.scope.scope, err = sf.scope(nil); err != nil {
+				return usageError(err)
+			}
+			if opt.Time, err = sf.timeRange(); err != nil {
 				return usageError(err)
 			}
 			w, err := report.NewFramesWriter(cmd.OutOrStdout(), fopt)
@@ -78,7 +85,7 @@ With -e and no -o the output is tab-separated fields without a header. The field
 			fs := report.NewFramesSummary(&run.Summary)
 			fs.Listed = sink.listed
 			if filter.any() {
-				fs.Filter = &report.FramesFilter{APIKeys: filter.apiList, Connections: filter.connList}
+				fs.Filter = &report.FramesFilter{APIKeys: filter.apiList, Connections: filter.connList, Scope: filter.scope.scope.String(form)}
 			}
 			if sink.hold != nil {
 				fs.UnlinkedRequests, fs.Hold = sink.hold.unlinked, sink.hold.max
@@ -103,6 +110,7 @@ With -e and no -o the output is tab-separated fields without a header. The field
 		"shape the fields of fields, tsv and csv output (repeatable, or a comma list): header=y|n, separator=/t|/s|CHAR, quote=d|s|n, aggregator=CHAR")
 	fl.StringSliceVar(&ff.apis, "api", nil, "list only these APIs: key numbers or names (Produce, 0, GetTelemetrySubscriptions, 71), repeatable")
 	fl.StringSliceVar(&ff.connections, "connection", nil, "list only these connections, by number as analyze and the CONN column number them, repeatable")
+	sf.register(cmd, true)
 	return cmd
 }
 
@@ -197,9 +205,10 @@ func displayNames(files []string) []string {
 type framesFilter struct {
 	apiList  []int16
 	connList []int
+	scope    framesScope // --instance, --client, --broker (scope.go)
 }
 
-func (f *framesFilter) any() bool { return len(f.apiList) > 0 || len(f.connList) > 0 }
+func (f *framesFilter) any() bool { return len(f.apiList) > 0 || len(f.connList) > 0 || f.scope.any() }
 
 // keeps reports whether the message of rec passes. A response whose
 // request the capture did not show has no API: --api leaves it out.
@@ -233,6 +242,9 @@ func newFramesSink(w report.FramesWriter, form report.UUIDForm, names []string, 
 
 func (s *framesSink) Event(c *pipeline.Conn, e *decode.Event) {
 	if s.err != nil || e.Kind != decode.EventRequest && e.Kind != decode.EventResponse {
+		return
+	}
+	if s.filter.scope.any() && !s.filter.scope.keeps(&c.Conn, e) {
 		return
 	}
 	s.rec = report.NewFrameRecord(s.names, &c.Conn, e, s.form)
