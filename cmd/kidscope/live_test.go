@@ -304,7 +304,7 @@ wait:
 		if err != nil {
 			t.Fatalf("metrics do not parse: %v", err)
 		}
-		if fam := families["kidscope_packets_total"]; fam != nil && fam.GetMetric()[0].GetGauge().GetValue() > 0 || try == 40 {
+		if fam := families["kidscope_packets_total"]; fam != nil && fam.GetMetric()[0].GetCounter().GetValue() > 0 || try == 40 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
