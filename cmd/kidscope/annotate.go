@@ -103,11 +103,7 @@ func (f *annotateFlags) write(cmd *cobra.Command, files []string, res *rules.Res
 		st, err := capture.Annotate(files[i], out, capture.AnnotateOptions{
 			Section: section, Frames: comments[i], Secrets: f.writeSecrets, Force: f.force})
 		if err != nil {
-			var ee *capture.ExistsError
-			if errors.As(err, &ee) && ee.Kind == "" {
-				err = fmt.Errorf("%w (use --force)", err)
-			}
-			errs = append(errs, err)
+			errs = append(errs, writeError(err))
 			continue
 		}
 		f.say(cmd.ErrOrStderr(), files[i], out, st)

@@ -129,11 +129,7 @@ func (f *extractFlags) write(cmd *cobra.Command, files []string, res *rules.Resu
 				Keep: func(n int64) bool { _, ok := slices.BinarySearch(frames, n); return ok },
 			})
 			if err != nil {
-				var ee *capture.ExistsError
-				if errors.As(err, &ee) && ee.Kind == "" {
-					err = fmt.Errorf("%w (use --force)", err)
-				}
-				errs = append(errs, err)
+				errs = append(errs, writeError(err))
 				continue
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "kidscope: finding %d (%s): %s (%d frames of %s)\n",
