@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/kidscope/kidscope/internal/schemacheck"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -21,24 +22,8 @@ const schemaFile = "../docs/schema/analysis.schema.json"
 // ndjson line.
 func analysisSchemas(t *testing.T) (doc, line *jsonschema.Schema) {
 	t.Helper()
-	f, err := os.Open(schemaFile)
+	doc, line, err := schemacheck.Analysis(schemaFile)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	raw, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("analysis.schema.json", raw); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err = c.Compile("analysis.schema.json"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err = c.Compile("analysis.schema.json#/$defs/ndjson_line"); err != nil {
 		t.Fatal(err)
 	}
 	return doc, line

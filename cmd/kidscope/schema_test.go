@@ -14,30 +14,16 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/kidscope/kidscope/internal/schemacheck"
 )
 
 // analysisSchemas compiles docs/schema/analysis.schema.json: the document,
 // and one ndjson line.
 func analysisSchemas(t *testing.T) (doc, line *jsonschema.Schema) {
 	t.Helper()
-	f, err := os.Open("../../docs/schema/analysis.schema.json")
+	doc, line, err := schemacheck.Analysis("../../docs/schema/analysis.schema.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	raw, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource("analysis.schema.json", raw); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err = c.Compile("analysis.schema.json"); err != nil {
-		t.Fatal(err)
-	}
-	if line, err = c.Compile("analysis.schema.json#/$defs/ndjson_line"); err != nil {
 		t.Fatal(err)
 	}
 	return doc, line
