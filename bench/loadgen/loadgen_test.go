@@ -258,22 +258,17 @@ func run(t *testing.T, bin string, args ...string) (string, string) {
 	return stdout.String(), stderr.String()
 }
 
-// TestKidscopeFindsThePlantedViolations runs kidscope on a 20 MB load and
-// requires exactly the planted error and warning findings, the info
-// findings the load makes by design (one stream-mid-start per connection
-// open before the capture), and every whole request and response.
-func TestKidscopeFindsThePlantedViolations(t *testing.T) {
-	bin := kidscopeBinary(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "load.pcap")
+// generateListed writes the load of cfg to file, and lists every whole
+// message in it: the frame where it is complete, its client, direction and
+// correlation ID.
+func generateListed(t *testing.T, cfg config, file string) (*gen, []string) {
+	t.Helper()
 	f, err := os.Create(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every whole message: the frame where it is complete, its client,
-	// direction and correlation ID.
 	var written []string
-	g, err := generateWith(testConfig(20e6), f, func(c *conn, m *message) {
+	g, err := generateWith(cfg, f, func(c *conn, m *message) {
 		dir := "request"
 		if m.resp {
 			dir = "response"
@@ -286,6 +281,18 @@ func TestKidscopeFindsThePlantedViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, written
+}
+
+// TestKidscopeFindsThePlantedViolations runs kidscope on a 20 MB load and
+// requires exactly the planted error and warning findings, the info
+// findings the load makes by design (one stream-mid-start per connection
+// open before the capture), and every whole request and response.
+func TestKidscopeFindsThePlantedViolations(t *testing.T) {
+	bin := kidscopeBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "load.pcap")
+	g, written := generateListed(t, testConfig(20e6), file)
 	exp := g.expectation(file, nil)
 	if len(exp.Findings) != 5 || len(exp.InfoFindings) != 5 {
 		t.Fatalf("the load has %d planted findings and %d by design, want 5 and 5", len(exp.Findings), len(exp.InfoFindings))

@@ -95,23 +95,7 @@ func TestTLSSameFlagsSameBytes(t *testing.T) {
 func writeTLSLoad(t *testing.T, dir string, cfg config) (file, keys string, exp *Expectation, written []string) {
 	t.Helper()
 	file, keys = filepath.Join(dir, "load.pcap"), filepath.Join(dir, "load.keys")
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := generateWith(cfg, f, func(c *conn, m *message) {
-		dir := "request"
-		if m.resp {
-			dir = "response"
-		}
-		written = append(written, fmt.Sprintf("frame %d %s %s corr %d", m.frame, c.clientAddr(), dir, m.corr))
-	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, written := generateListed(t, cfg, file)
 	if err := os.WriteFile(keys, g.tls.keylog.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
