@@ -84,29 +84,8 @@ func TestTLSFramesEqualTshark(t *testing.T) {
 // not Kafka; with a key log that lacks its keys, "TLS (no key)". The kgo
 // capture over TLS draws the same findings as its plaintext twin.
 func TestTLSAnalyze(t *testing.T) {
-	type doc struct {
-		Findings []struct {
-			Rule string `json:"rule"`
-		} `json:"findings"`
-		Connections []struct {
-			NotKafka *string `json:"not_kafka"`
-			TLS      *string `json:"tls"`
-			Requests int     `json:"requests"`
-		} `json:"connections"`
-		Brokers []struct {
-			TLSNoKey int `json:"tls_no_key"`
-		} `json:"brokers"`
-	}
-	analyze := func(args ...string) doc {
-		t.Helper()
-		stdout, stderr, code := runKidscope(t, append([]string{"analyze", "-o", "json", "--fail-on", "never"}, args...)...)
-		var d doc
-		if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
-			t.Fatalf("analyze %v: exit %d: %s", args, code, stderr)
-		}
-		return d
-	}
-	rules := func(d doc) []string {
+	analyze := func(args ...string) tlsDoc { t.Helper(); return analyzeTLS(t, args...) }
+	rules := func(d tlsDoc) []string {
 		var out []string
 		for _, f := range d.Findings {
 			out = append(out, f.Rule)
@@ -146,7 +125,7 @@ func TestTLSAnalyze(t *testing.T) {
 	if !slices.Equal(rules(enc), rules(clear)) {
 		t.Errorf("findings over TLS %v, in plaintext %v", rules(enc), rules(clear))
 	}
-	reqs := func(d doc) (n int) {
+	reqs := func(d tlsDoc) (n int) {
 		for _, c := range d.Connections {
 			n += c.Requests
 		}
@@ -215,27 +194,12 @@ func TestTLSHalfTheKeys(t *testing.T) {
 	if err := os.WriteFile(path, []byte(half.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type doc struct {
-		Connections []struct {
-			NotKafka *string `json:"not_kafka"`
-			TLS      *string `json:"tls"`
-			Requests int     `json:"requests"`
-		} `json:"connections"`
-		Brokers []struct {
-			TLSNoKey int `json:"tls_no_key"`
-		} `json:"brokers"`
-	}
-	run := func(keys string) doc {
+	run := func(keys string) tlsDoc {
 		t.Helper()
-		stdout, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "-p", fx.port, "--tls-keylog", keys, fx.name+".pcap")
-		var d doc
-		if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
-			t.Fatalf("analyze: exit %d: %s", code, stderr)
-		}
-		return d
+		return analyzeTLS(t, "-p", fx.port, "--tls-keylog", keys, fx.name+".pcap")
 	}
 	all, part := run(fx.name+".keylog"), run(path)
-	decrypted := func(d doc) (n, requests int) {
+	decrypted := func(d tlsDoc) (n, requests int) {
 		for _, c := range d.Connections {
 			if c.TLS != nil {
 				n++
@@ -279,23 +243,7 @@ func TestTLSWrongKey(t *testing.T) {
 	if err := os.WriteFile(path, []byte(swapped), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "-p", fx.port, "--tls-keylog", path, fx.name+".pcap")
-	var d struct {
-		Summary struct {
-			Requests int `json:"requests"`
-			NotKafka int `json:"not_kafka"`
-		} `json:"summary"`
-		Connections []struct {
-			NotKafka *string `json:"not_kafka"`
-			TLS      *string `json:"tls"`
-		} `json:"connections"`
-		Brokers []struct {
-			TLSNoKey int `json:"tls_no_key"`
-		} `json:"brokers"`
-	}
-	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
-		t.Fatalf("analyze: exit %d: %s", code, stderr)
-	}
+	d := analyzeTLS(t, "-p", fx.port, "--tls-keylog", path, fx.name+".pcap")
 	if len(d.Connections) != 1 || d.Connections[0].NotKafka == nil || !strings.Contains(*d.Connections[0].NotKafka, "do not decrypt") ||
 		d.Connections[0].TLS != nil {
 		t.Errorf("connections %+v, want one whose key log's secrets do not decrypt it", d.Connections)
@@ -303,4 +251,35 @@ func TestTLSWrongKey(t *testing.T) {
 	if d.Summary.Requests != 0 || d.Summary.NotKafka != 1 || len(d.Brokers) != 1 || d.Brokers[0].TLSNoKey != 1 {
 		t.Errorf("summary %+v, brokers %+v: want no request, one connection not Kafka, counted TLS without its key", d.Summary, d.Brokers)
 	}
+}
+
+// tlsDoc is what the TLS tests read of analyze -o json.
+type tlsDoc struct {
+	Summary struct {
+		Requests int `json:"requests"`
+		NotKafka int `json:"not_kafka"`
+	} `json:"summary"`
+	Findings []struct {
+		Rule string `json:"rule"`
+	} `json:"findings"`
+	Connections []struct {
+		NotKafka *string `json:"not_kafka"`
+		TLS      *string `json:"tls"`
+		Requests int     `json:"requests"`
+	} `json:"connections"`
+	Brokers []struct {
+		TLSNoKey int `json:"tls_no_key"`
+	} `json:"brokers"`
+}
+
+// analyzeTLS runs analyze -o json --fail-on never with args, and reads its
+// document; any exit but 0 fails the test.
+func analyzeTLS(t *testing.T, args ...string) tlsDoc {
+	t.Helper()
+	stdout, stderr, code := runKidscope(t, append([]string{"analyze", "-o", "json", "--fail-on", "never"}, args...)...)
+	var d tlsDoc
+	if code != 0 || json.Unmarshal([]byte(stdout), &d) != nil {
+		t.Fatalf("analyze %v: exit %d: %s", args, code, stderr)
+	}
+	return d
 }
