@@ -247,7 +247,7 @@ func run(ctx context.Context, opt Options, d *deliverer) (result.Summary, error)
 		}
 		opt.OnTick(pr)
 	}
-	nextKeys := time.Now()
+	var nextKeys time.Time // the first poll comes with the first packet
 	pollKeys := func() {
 		if opt.TLSMore != nil && time.Now().After(nextKeys) {
 			nextKeys = time.Now().Add(100 * time.Millisecond)
