@@ -104,6 +104,10 @@ type request struct {
 	// closedByBroker: the broker closed the connection after it, without
 	// an answer (respAt is where).
 	closedByBroker bool
+	// observed is the request's event, to be observed with its header
+	// rules once they are chosen, and observedAnswer its answer, which
+	// follows it (Options.Observe).
+	observed, observedAnswer *decode.Event
 }
 
 // headerID is what a request header says of the instance ID.

@@ -31,6 +31,12 @@ type Options struct {
 	// the first seen (default 1 000); the connections to others are
 	// counted.
 	MaxBrokers int
+	// Observe keeps the inputs of the rules across connections as
+	// Observations (TakeObservations), for an engine that sees every host.
+	Observe bool
+	// Replay makes an engine that is fed Observations (Replay): the header
+	// rules of a request are those its observation carries.
+	Replay bool
 }
 
 func (o Options) withDefaults() Options {
@@ -89,6 +95,10 @@ type Engine struct {
 	bySeverity                    [3]int64
 	byRule                        map[string]int64
 	byGroup                       map[FindingGroup]int64
+	// obs are the observations made since TakeObservations (Observe);
+	// given are the header rules of the request being replayed (Replay).
+	obs   []Observation
+	given []Candidate
 }
 
 // New returns an engine.
@@ -100,6 +110,11 @@ func New(opt Options) *Engine {
 	// The order in which checkers see each event, and in which the
 	// findings they make at once are listed.
 	e.checkers = []checker{&headerChecker{choice: opt.Profile}, e.tele, newGroupChecker(), e.inv, e.brokers, streamChecker{}}
+	if opt.Replay {
+		// What the observations carry: no broker verdicts or stream
+		// findings, which need every message of a connection.
+		e.checkers = []checker{&givenHeaderChecker{e}, e.tele, newGroupChecker(), e.inv}
+	}
 	return e
 }
 
@@ -125,6 +140,7 @@ type conn struct {
 	responses int64
 	last      kafka.FrameRef
 	sawKafka  bool
+	observed  bool // an observation of it was made (Options.Observe)
 }
 
 // instanceOf is the client instance ID a request's connection goes by: the
@@ -206,10 +222,20 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	// one (a broker that closes on it); any other is dropped here, and with
 	// it the memory of each idle connection's last request.
 	c.lastReq = nil
+	observed := e.observes(c, q)
+	if observed && !hasHeaderCand(q.cands) {
+		e.observe(c, Observation{Kind: ObservedRequest, Event: *ev})
+		observed = false
+	}
 	if len(q.cands) > 0 {
 		held := new(request)
 		*held = *q
 		held.cands = slices.Clone(q.cands)
+		if observed {
+			// Observed once its header rules are chosen (finalize).
+			o := *ev
+			held.observed = &o
+		}
 		// The checkers read the client ID as the request came: a request
 		// waiting for its findings lets go of it (up to 32 KiB, and a
 		// connection holds up to maxUndecided of them).
@@ -235,6 +261,15 @@ func (e *Engine) response(c *conn, ev *decode.Event) {
 	}
 	if q != nil {
 		q.answered, q.respAt, q.ans = true, ev.At, m.Answer
+	}
+	if e.opt.Observe && observedKey(m.Request.APIKey) {
+		if q != nil && q.observed != nil {
+			// After its request, which waits for its header rules.
+			o := *ev
+			q.observedAnswer = &o
+		} else {
+			e.observe(c, Observation{Kind: ObservedResponse, Event: *ev})
+		}
 	}
 	answer := about{at: ev.At, h: &m.Request, ans: Answer{State: Answered, Codes: m.Answer.Codes()}}
 	for _, k := range c.checks {
@@ -266,6 +301,9 @@ func (e *Engine) Close(connID int, how kafka.Close, dec decode.Outcome) []Findin
 	e.settle(c, true)
 	for _, k := range c.checks {
 		e.emitAll(c, k.close(c, ci))
+	}
+	if c.observed {
+		e.observe(c, Observation{Kind: ObservedClose, Close: ci})
 	}
 	row := Connection{ID: c.info.ID, Key: c.info.Endpoints, TCPStream: c.info.TCPStream, HasTCPStream: c.info.HasTCPStream, ClientID: c.clientID, HasClient: c.clientID != "",
 		InstanceID: c.firstID, HasInstanceID: c.hasFirstID, MidStream: c.info.MidStream[kafka.ToBroker],
@@ -324,7 +362,10 @@ const maxUndecided = 1024
 // §1's order is reported, naming the others; those of rules without one
 // are each reported. Then the checkers see the outcome.
 func (e *Engine) finalize(c *conn, q *request) {
-	var ranked, each []cand
+	var ranked, each, header []cand
+	if q.observed != nil {
+		defer e.observeHeld(c, q, &header)
+	}
 	for i, k := range c.checks {
 		var own []cand
 		for _, cd := range q.cands {
@@ -335,7 +376,11 @@ func (e *Engine) finalize(c *conn, q *request) {
 		if len(own) == 0 {
 			continue
 		}
-		for _, cd := range k.choose(own) {
+		chosen := k.choose(own)
+		if q.observed != nil && i == 0 {
+			header = chosen
+		}
+		for _, cd := range chosen {
 			if precedenceOf(cd.rule) > 0 {
 				ranked = append(ranked, cd)
 			} else {
