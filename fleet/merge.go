@@ -57,7 +57,8 @@ type Merger struct {
 	byGroup  map[rules.FindingGroup]int64
 	dropped  int64
 	seq      uint64
-	next     int // the last connection number given
+	next     int       // the last connection number given
+	newest   time.Time // the newest record's time
 	// out are the findings of the current call.
 	out []rules.Finding
 }
@@ -143,6 +144,9 @@ func (m *Merger) Add(r *Record) []rules.Finding {
 		return m.out
 	}
 	at := r.time()
+	if at.After(m.newest) {
+		m.newest = at
+	}
 	if a != nil && at.After(a.LastSeen) {
 		a.LastSeen = at
 	}
@@ -174,6 +178,9 @@ func (m *Merger) Flush() []rules.Finding {
 	}
 	return m.out
 }
+
+// Newest is the time of the newest record added.
+func (m *Merger) Newest() time.Time { return m.newest }
 
 // Pending is how many records wait to be replayed, and the time of the
 // oldest.

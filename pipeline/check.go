@@ -22,6 +22,16 @@ type FindingSink interface {
 	Finding(f *rules.Finding)
 }
 
+// An ObservationSink is a Sink that wants what the rules across
+// connections read, as the engine observes it (rules.Observation), and
+// every finding the engine makes, filtered or not, with its connection
+// (live --publish: a fleet checks those rules over every host). o and f
+// are valid only during the call.
+type ObservationSink interface {
+	Observed(o *rules.Observation)
+	Found(f *rules.Finding, c kafka.Conn)
+}
+
 // Result is what a run made: its totals and, with Options.Rules, what the
 // rules found.
 type Result struct {
@@ -35,26 +45,41 @@ type checker struct {
 	engine *rules.Engine
 	filter rules.Filter
 	out    FindingSink // nil: findings are only kept
+	obs    ObservationSink
 }
 
 func newChecker(c *Check, sink Sink) *checker {
 	if c == nil {
 		return nil
 	}
-	k := &checker{engine: rules.New(c.Engine), filter: c.Filter}
+	k := &checker{filter: c.Filter}
 	k.out, _ = sink.(FindingSink)
+	k.obs, _ = sink.(ObservationSink)
+	opt := c.Engine
+	opt.Observe = k.obs != nil
+	k.engine = rules.New(opt)
 	return k
 }
 
-func (k *checker) open(c *Conn) { k.deliver(k.engine.Open(c.Conn)) }
+func (k *checker) open(c *Conn) { k.deliver(c, k.engine.Open(c.Conn)) }
 
-func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(k.engine.Event(c.ID, e)) }
+func (k *checker) event(c *Conn, e *decode.Event) { k.deliver(c, k.engine.Event(c.ID, e)) }
 
 func (k *checker) gap(c *Conn, side kafka.Direction, at kafka.FrameRef) { k.engine.Gap(c.ID, side, at) }
 
-func (k *checker) closed(c *Conn) { k.deliver(k.engine.Close(c.ID, c.End.Close, c.End.Outcome)) }
+func (k *checker) closed(c *Conn) { k.deliver(c, k.engine.Close(c.ID, c.End.Close, c.End.Outcome)) }
 
-func (k *checker) deliver(fs []rules.Finding) {
+func (k *checker) deliver(c *Conn, fs []rules.Finding) {
+	if k.obs != nil {
+		// Observations first: a finding of a request comes after it.
+		obs := k.engine.TakeObservations()
+		for i := range obs {
+			k.obs.Observed(&obs[i])
+		}
+		for i := range fs {
+			k.obs.Found(&fs[i], c.Conn)
+		}
+	}
 	if k.out == nil {
 		return
 	}

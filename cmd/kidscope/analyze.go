@@ -119,6 +119,7 @@ func (f *ruleFlags) exitCode(rc *ruleChoice, run *pipeline.Result, ports reassem
 func newAnalyzeCmd() *cobra.Command {
 	var in inputFlags
 	var rf ruleFlags
+	var pf publishFlags
 	var noHash bool
 	var af annotateFlags
 	var xf extractFlags
@@ -192,8 +193,18 @@ what a cap leaves out is counted in the report.`,
 				view = &connViewSink{conn: scope.Connections[0], names: displayNames(files), form: form, max: connViewFor(limit)}
 				sink = view
 			}
+			names := displayNames(files)
+			pub, err := pf.start(strings.Join(names, ","), func(i int) string { return names[min(i, len(names)-1)] })
+			if err != nil {
+				return usageError(err)
+			}
+			sink = withPublisher(sink, pub)
 			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
+			if pub != nil {
+				pub.Close(publishTimeout)
+				sayPublished(pub, pf.topic)
+			}
 			collectBeforeReport()
 			if err != nil {
 				return &exitError{code: exitBadInput, err: err}
@@ -228,6 +239,7 @@ what a cap leaves out is counted in the report.`,
 	in.register(cmd, "table, json, ndjson, csv, markdown, sarif (SARIF 2.1.0, for GitHub code scanning and CI), html (one self-contained file with ladder diagrams)")
 	in.registerWorkers(cmd)
 	rf.register(cmd)
+	pf.register(cmd)
 	af.register(cmd)
 	xf.register(cmd)
 	sf.register(cmd, true)

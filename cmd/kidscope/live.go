@@ -45,6 +45,7 @@ func newLiveCmd() *cobra.Command {
 	in := inputFlags{workers: 1} // live has no --workers: it runs on one goroutine
 	var rf ruleFlags
 	var lf liveFlags
+	var pf publishFlags
 	cmd := &cobra.Command{
 		Use:   "live -i IFACE",
 		Short: "Capture live on an interface, print findings as they happen, and the report when it stops",
@@ -71,11 +72,12 @@ and file keep working; the files --write-max-size rotates to are created by that
 their directory must be one it may write (live checks before it starts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLive(cmd, &in, &rf, &lf)
+			return runLive(cmd, &in, &rf, &lf, &pf)
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
 	rf.register(cmd)
+	pf.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVarP(&lf.iface, "interface", "i", "", "interface to capture on (any: all of them)")
 	fl.DurationVar(&lf.duration, "duration", 0, "stop after this long (e.g. 10m)")
@@ -99,7 +101,7 @@ their directory must be one it may write (live checks before it starts).`,
 	return cmd
 }
 
-func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) error {
+func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, pf *publishFlags) error {
 	stdout := cmd.OutOrStdout()
 	onTerminal := isTerminal(stdout)
 	if !cmd.Flags().Changed("output") && !onTerminal {
@@ -228,6 +230,27 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		defer metrics.close()
 		sink.onEvent = metrics.event
 	}
+	// Certificates and the SASL password are read now, before live gives
+	// up root; Kafka is dialled when the first record goes.
+	pub, err := pf.start(lf.iface, func(i int) string {
+		if rec != nil {
+			if files := rec.Files(); i < len(files) {
+				return files[i]
+			}
+		}
+		return lf.iface
+	})
+	if err != nil {
+		src.Close()
+		return usageError(err)
+	}
+	var lastHello time.Time
+	if pub != nil {
+		defer func() {
+			pub.Close(publishTimeout)
+			sayPublished(pub, pf.topic)
+		}()
+	}
 	if err := plan.drop(rotateIn); err != nil {
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
@@ -258,8 +281,17 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if rec != nil {
 			_ = rec.Flush()
 		}
-		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
-			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
+		text := fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
+			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops)
+		if pub != nil {
+			if now := time.Now(); now.Sub(lastHello) >= helloEvery {
+				pub.Hello(false)
+				lastHello = now
+			}
+			published, _, dropped := pub.Counts()
+			text += fmt.Sprintf(", %d published (%d dropped)", published, dropped)
+		}
+		status.show(text)
 	}
 	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
 		Inputs: []report.Input{{Kind: report.InputInterface, Name: lf.iface, Unhashed: "a live interface"}}}
@@ -267,7 +299,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if in.output == "ndjson" {
 		_ = report.WriteRunLine(stdout, runInfo)
 	}
-	run, err := pipeline.Run(ctx, opt, sink)
+	var runSink pipeline.Sink = sink
+	runSink = withPublisher(runSink, pub)
+	run, err := pipeline.Run(ctx, opt, runSink)
 	collectBeforeReport()
 	sum := &run.Summary
 	status.clear()

@@ -1,0 +1,119 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kidscope/kidscope/decode"
+	"github.com/kidscope/kidscope/fleet"
+	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/rules"
+)
+
+// agents publishes, as records through JSON, what a run observes: the
+// connections to each broker are one agent's, as if each broker host ran
+// its own agent on the same capture.
+type agents struct {
+	file    string
+	records [][]byte
+	seq     map[string]uint64
+}
+
+func (a *agents) Event(*pipeline.Conn, *decode.Event) {}
+func (a *agents) Closed(*pipeline.Conn)               {}
+
+func (a *agents) agentOf(c kafka.Conn) string { return "broker-" + c.Broker.String() }
+
+func (a *agents) files(int) string { return a.file }
+
+func (a *agents) add(agent string, r fleet.Record) {
+	if a.seq == nil {
+		a.seq = map[string]uint64{}
+	}
+	a.seq[agent]++
+	r.Schema, r.Agent, r.Run, r.Seq = fleet.SchemaVersion, agent, "run-1", a.seq[agent]
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	a.records = append(a.records, b)
+}
+
+func (a *agents) Observed(o *rules.Observation) {
+	a.add(a.agentOf(o.Conn), fleet.Record{Type: fleet.TypeObservation, Observation: fleet.EncodeObservation(o, a.files)})
+}
+
+func (a *agents) Found(f *rules.Finding, c kafka.Conn) {
+	a.add(a.agentOf(c), fleet.Record{Type: fleet.TypeFinding, Finding: fleet.EncodeFinding(f, c, a.files)})
+}
+
+// key is a finding as both sides can name it.
+func key(f rules.Finding) string {
+	return fmt.Sprintf("%s frame %d %s %s→%s exp %+v seen %+v also %v", f.Rule, f.At.Frame, f.At.Time.UTC().Format("15:04:05.000000"),
+		f.Conn.Client, f.Conn.Broker, f.Expected, f.Seen, f.Also)
+}
+
+// TestMergerEqualsOneEngine: for every bundled sample and real-client
+// capture, the fleet's findings over the records of one agent per broker
+// equal those of one engine that saw the whole capture.
+func TestMergerEqualsOneEngine(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../samples/captures/*.pcapng", "../testdata/real/*.pcap"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	if len(files) < 50 {
+		t.Fatalf("found %d captures", len(files))
+	}
+	crossSeen := 0
+	for _, file := range files {
+		ports := reassembly.DefaultPorts()
+		if strings.Contains(file, "testdata/real") {
+			ports = reassembly.Ports{Auto: true}
+		}
+		base := pipeline.Options{Files: []string{file}, Reassembly: reassembly.Options{Ports: ports}, Rules: &pipeline.Check{}}
+		whole, err := pipeline.Run(context.Background(), base, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ag := &agents{file: filepath.Base(file)}
+		if _, err := pipeline.Run(context.Background(), base, ag); err != nil {
+			t.Fatal(err)
+		}
+		m := fleet.NewMerger(fleet.Options{})
+		for _, b := range ag.records {
+			r, err := fleet.Decode(b)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			m.Add(r)
+		}
+		m.Flush()
+		var want, got []string
+		for _, f := range whole.Rules.Findings {
+			want = append(want, key(f))
+			if rules.CrossConnection(f.Rule) {
+				crossSeen++
+			}
+		}
+		for _, f := range m.Result().Findings {
+			got = append(got, key(f))
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(want, got) {
+			t.Errorf("%s: the fleet found\n  %s\none engine found\n  %s", filepath.Base(file), strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+	}
+	t.Logf("%d captures, %d findings of rules across connections", len(files), crossSeen)
+	if crossSeen == 0 {
+		t.Error("no capture has a finding of a rule across connections: the test shows nothing")
+	}
+}

@@ -1,0 +1,154 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/rules"
+)
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	Brokers []string
+	Topic   string
+	Agent   string // the agent's name (the host name by default)
+	Source  string // the interface, or the capture files
+	Version string // kidscope's version
+	// Files names the agent's files by index: the files it writes, or
+	// the interface it captures on.
+	Files Files
+	// MaxBuffered bounds the records waiting to be sent (default 10,000):
+	// past it a record is dropped and counted, never waited for.
+	MaxBuffered int
+	// DeliveryTimeout is how long a record may wait for Kafka before it is
+	// dropped and counted (default 30 s).
+	DeliveryTimeout time.Duration
+	// Client are more options of the Kafka client (TLS, SASL).
+	Client []kgo.Opt
+}
+
+// Publisher sends an agent's observations and findings to a topic. It
+// never blocks its caller: when Kafka is slow or away, records past the
+// buffer are dropped and counted. Its methods are called from one
+// goroutine (the capture's), but for Counts.
+type Publisher struct {
+	opt       PublisherOptions
+	cl        *kgo.Client
+	run       string
+	seq       uint64 // the caller's goroutine only
+	keys      map[int][]byte
+	published atomic.Int64
+	dropped   atomic.Int64
+	delivered atomic.Int64
+}
+
+// NewPublisher connects lazily: a broker that is down at the start is
+// tried again, and records are counted as dropped meanwhile.
+func NewPublisher(opt PublisherOptions) (*Publisher, error) {
+	if opt.MaxBuffered <= 0 {
+		opt.MaxBuffered = 10000
+	}
+	if opt.DeliveryTimeout <= 0 {
+		opt.DeliveryTimeout = 30 * time.Second
+	}
+	kopts := append([]kgo.Opt{
+		kgo.SeedBrokers(opt.Brokers...),
+		kgo.DefaultProduceTopic(opt.Topic),
+		kgo.MaxBufferedRecords(opt.MaxBuffered),
+		kgo.RecordDeliveryTimeout(opt.DeliveryTimeout),
+		kgo.ProducerLinger(20 * time.Millisecond),
+		kgo.ClientID("kidscope-agent"),
+	}, opt.Client...)
+	cl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := &Publisher{opt: opt, cl: cl, run: hex.EncodeToString(b[:]), keys: map[int][]byte{}}
+	p.Hello(false)
+	return p, nil
+}
+
+// Run is the name of this run of the agent.
+func (p *Publisher) Run() string { return p.run }
+
+// Counts are the records handed to the producer, delivered, and dropped.
+func (p *Publisher) Counts() (published, delivered, dropped int64) {
+	return p.published.Load(), p.delivered.Load(), p.dropped.Load()
+}
+
+// Observed publishes an observation, keyed by the client instance its
+// connection goes by.
+func (p *Publisher) Observed(o *rules.Observation) {
+	key, ok := p.keys[o.Conn.ID]
+	if !ok {
+		key = keyOf(o.Conn, o.Instance, o.HasInstance)
+		p.keys[o.Conn.ID] = key
+	}
+	if o.Kind == rules.ObservedClose {
+		delete(p.keys, o.Conn.ID)
+	}
+	p.send(key, Record{Type: TypeObservation, Observation: EncodeObservation(o, p.opt.Files)})
+}
+
+// Found publishes a finding of the agent's engine, with its connection's
+// key.
+func (p *Publisher) Found(f *rules.Finding, c kafka.Conn) {
+	key, ok := p.keys[c.ID]
+	if !ok {
+		key = keyOf(c, kafka.UUID{}, false)
+	}
+	p.send(key, Record{Type: TypeFinding, Finding: EncodeFinding(f, c, p.opt.Files)})
+}
+
+// keyOf is a connection's record key: its first header ID, or its
+// client's IP address for a client that sends none.
+func keyOf(c kafka.Conn, id kafka.UUID, has bool) []byte {
+	if has {
+		return []byte(id.String())
+	}
+	return []byte(c.Client.Addr().String())
+}
+
+// Hello publishes the agent's description and counts; stopping says it is
+// the last.
+func (p *Publisher) Hello(stopping bool) {
+	p.send([]byte("agent:"+p.opt.Agent), Record{Type: TypeAgent, Hello: &Hello{Time: time.Now().UTC(), Source: p.opt.Source,
+		Version: p.opt.Version, Published: p.published.Load(), Dropped: p.dropped.Load(), Stopping: stopping}})
+}
+
+func (p *Publisher) send(key []byte, r Record) {
+	p.seq++
+	r.Schema, r.Agent, r.Run, r.Seq = SchemaVersion, p.opt.Agent, p.run, p.seq
+	value, err := json.Marshal(&r)
+	if err != nil {
+		p.dropped.Add(1)
+		return
+	}
+	p.published.Add(1)
+	p.cl.TryProduce(context.Background(), &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
+		if err != nil {
+			p.dropped.Add(1)
+		} else {
+			p.delivered.Add(1)
+		}
+	})
+}
+
+// Close sends the last description and waits up to wait for what is
+// buffered; what is not delivered by then is dropped and counted.
+func (p *Publisher) Close(wait time.Duration) {
+	p.Hello(true)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_ = p.cl.Flush(ctx)
+	p.cl.Close() // fails what is left, through the callbacks
+}
