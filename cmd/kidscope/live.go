@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/capture/filter"
@@ -28,6 +31,8 @@ type liveFlags struct {
 	count        int64
 	write        string
 	writeMaxSize *sizeValue
+	rotateEvery  secondsValue
+	writeFiles   int
 	writeSecrets bool
 	force        bool
 	user         string
@@ -68,7 +73,15 @@ a FIFO or character device of root's or yours, /dev/null, is written as it is).
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
 being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
 and file keep working; the files --write-max-size rotates to are created by that user, so
-their directory must be one it may write (live checks before it starts).`,
+their directory must be one it may write (live checks before it starts).
+
+-G/--write-rotate-every rotates by time (1h; a plain number is seconds, as tcpdump -G),
+at the first frame or status tick after the period. -W/--write-files N keeps a ring of N
+files, as tcpdump -W: the next file after x-N.pcapng is x.pcapng again, the oldest, which
+live removes (only a file it made in this run; anything else there is refused as the first
+file would be) and creates anew. Each file names the interface and the capture filter in
+its interface block and ends with the kernel's counts (isb_ifrecv, isb_ifdrop), since the
+capture began.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLive(cmd, &in, &rf, &lf)
@@ -83,6 +96,8 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	lf.writeMaxSize, lf.ringSize, lf.snaplen = newSize("0", 1), newSize("64", 1<<20), newSize("262144", 1)
 	fl.Var(lf.writeMaxSize, "write-max-size", "rotate the --write file at this size (1GB, 500MiB; x.pcapng, x-2.pcapng, …; 0: never)")
+	fl.VarP(&lf.rotateEvery, "write-rotate-every", "G", "rotate the --write file this often (1h, 30m; a plain number is seconds, as tcpdump -G; 0: never)")
+	fl.IntVarP(&lf.writeFiles, "write-files", "W", 0, "with --write-max-size or --write-rotate-every, keep at most this many files: the next replaces the oldest, as tcpdump -W (0: all)")
 	fl.BoolVar(&lf.writeSecrets, "write-secrets", false, "also write the --tls-keylog lines into the --write files as decryption secrets blocks, so they decrypt on their own (in kidscope and Wireshark)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
@@ -151,8 +166,12 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 	if err != nil {
 		return usageError(err)
 	}
+	if lf.writeFiles < 0 || lf.writeFiles > 0 && lf.writeMaxSize.n <= 0 && lf.rotateEvery.d <= 0 {
+		return usageError(fmt.Errorf("--write-files %d: keeps a ring of rotated files; give a positive number and --write-max-size or --write-rotate-every", lf.writeFiles))
+	}
+	rotates := lf.writeMaxSize.n > 0 || lf.rotateEvery.d > 0
 	rotateIn := ""
-	if lf.write != "" && lf.writeMaxSize.n > 0 && plan != nil {
+	if lf.write != "" && rotates && plan != nil {
 		if err := plan.rotationCheck(lf.write); err != nil {
 			return inputError(err)
 		}
@@ -163,7 +182,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
-		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force}); err != nil {
+		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force,
+			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName()}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 		if lf.writeSecrets {
@@ -228,6 +248,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		defer metrics.close()
 		sink.onEvent = metrics.event
 	}
+	if rec != nil && plan != nil && lf.writeFiles > 0 {
+		// The ring removes the first file when it comes round, as the -Z
+		// user: a sticky directory lets only the owner do that.
+		if err := rec.Chown(plan.uid, plan.gid); err != nil {
+			src.Close()
+			return &exitError{code: exitBadInput, err: err}
+		}
+	}
 	if err := plan.drop(rotateIn); err != nil {
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
@@ -256,6 +284,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 			metrics.progress(p)
 		}
 		if rec != nil {
+			// A failure shows at the next frame written.
+			_ = rec.Tick(time.Now())
 			_ = rec.Flush()
 		}
 		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
@@ -310,6 +340,46 @@ func (lf *liveFlags) sizes() (snaplen, ringMB int, err error) {
 		return 0, 0, fmt.Errorf("--ring-size %q: want a whole number of MiB, up to 1TiB", lf.ringSize.text)
 	}
 	return int(lf.snaplen.n), int(lf.ringSize.n >> 20), nil
+}
+
+// secondsValue is a duration flag that also takes a plain number of
+// seconds, as tcpdump -G does.
+type secondsValue struct {
+	d    time.Duration
+	text string
+}
+
+func (v *secondsValue) String() string { return v.text }
+func (v *secondsValue) Type() string   { return "duration" }
+func (v *secondsValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil && n >= 0 && n < 1<<33 {
+		d, err = time.Duration(n)*time.Second, nil
+	}
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration (1h, 30m) or seconds (3600)")
+	}
+	v.d, v.text = d, s
+	return nil
+}
+
+// recordedFilter is the capture filter named in the --write files'
+// if_filter: the tcpdump expression the kernel runs (--filter, or the
+// broker ports' default), none for a --bpf-raw program.
+func recordedFilter(kernelText string) string {
+	if kernelText == "--bpf-raw" {
+		return ""
+	}
+	return kernelText
+}
+
+// osName is the if_os of the --write files: the kernel's name and release.
+func osName() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return runtime.GOOS
+	}
+	return unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
 }
 
 // writeError says how to get past a --write file that exists.
