@@ -260,8 +260,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
 	}
+	frameNote := rec == nil // said once, at the first finding line with a frame
+	noteFrames := func(f *rules.Finding) {
+		if frameNote && f.At.Frame > 0 {
+			frameNote = false
+			fmt.Fprintf(os.Stderr, "kidscope: frame numbers count the packets live captured on %s; without --write they cannot be looked up in any file\n", lf.iface)
+		}
+	}
 	sink.onFinding = func(f *rules.Finding) {
-		findings++
 		if metrics != nil {
 			metrics.finding(f)
 		}
@@ -272,10 +278,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 		switch {
 		case streamOut:
 			status.clear() // a terminal shows stdout and stderr on one screen
+			findings++
+			noteFrames(f)
 			_ = report.WriteFindingLine(stdout, files, f, form)
 		case lf.quiet:
 		case f.Severity > rules.Info || rf.verbose:
 			status.clear()
+			findings++
+			noteFrames(f)
 			fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
 		}
 	}
@@ -288,7 +298,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 			_ = rec.Tick(time.Now())
 			_ = rec.Flush()
 		}
-		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
+		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings shown, %d dropped by the kernel",
 			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
 	}
 	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
