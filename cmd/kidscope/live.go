@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/capture/filter"
@@ -298,8 +299,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags) e
 			_ = rec.Tick(time.Now())
 			_ = rec.Flush()
 		}
-		status.show(fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings shown, %d dropped by the kernel",
-			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops))
+		status.show(func(width int) string { return statusText(width, p, findings) })
 	}
 	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
 		Inputs: []report.Input{{Kind: report.InputInterface, Name: lf.iface, Unhashed: "a live interface"}}}
@@ -446,11 +446,19 @@ type statusLine struct {
 
 func newStatusLine(w io.Writer, on bool) *statusLine { return &statusLine{w: w, on: on} }
 
-func (s *statusLine) show(text string) {
+// show writes the line text(width) gives for the terminal's width now, so
+// that it never wraps (a wrapped line would not be redrawn in place).
+func (s *statusLine) show(text func(width int) string) {
 	if !s.on {
 		return
 	}
-	fmt.Fprintf(s.w, "\r\x1b[K%s", text)
+	width := 80
+	if f, ok := s.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			width = w
+		}
+	}
+	fmt.Fprintf(s.w, "\r\x1b[K%s", text(width))
 	s.shown = true
 }
 
@@ -459,6 +467,28 @@ func (s *statusLine) clear() {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
+}
+
+// statusText is the status line for a terminal width columns wide: the
+// longest wording that fits in width-1 columns (the last column would
+// wrap on some terminals), cut only when even the shortest does not.
+func statusText(width int, p pipeline.Progress, findings int64) string {
+	words := []string{
+		fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings shown, %d dropped by the kernel",
+			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d packets, %d connections, %d requests, %d findings shown, %d kernel drops",
+			p.Packets, p.Connections, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d pkts, %d conns, %d reqs, %d findings, %d drops",
+			p.Packets, p.Connections, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d pkts %d conns %d findings %d drops", p.Packets, p.Connections, findings, p.KernelDrops),
+	}
+	room := max(width-1, 1)
+	for _, w := range words {
+		if len(w) <= room { // ASCII only: bytes are columns
+			return w
+		}
+	}
+	return words[len(words)-1][:room]
 }
 
 // isTerminal reports whether w is a character device.
