@@ -67,6 +67,7 @@ type Live struct {
 	link   layers.LinkType
 	rec    *Recorder
 	stats  Stats
+	final  Stats // Stats as Close found them, for the recording's last file
 	tcp    tcpLayer
 	closed bool
 	// early re-runs the filter in userspace on the first packets: the
@@ -107,6 +108,9 @@ func OpenLive(opt LiveOptions) (*Live, error) {
 		opt.Poll = 100 * time.Millisecond
 	}
 	l := &Live{name: opt.Interface, rec: opt.Record}
+	if l.rec != nil {
+		l.rec.SetStats(l.recordStats)
+	}
 	if opt.Libpcap {
 		// libpcap tells the link type of what it delivers (Linux SLL on
 		// "any"), and drops the loopback echoes itself.
@@ -335,10 +339,26 @@ func (l *Live) Stats() Stats {
 	return s
 }
 
+// recordStats are the counts the Recorder ends each file with: the
+// packets the kernel passed to the capture (read, and dropped for want of
+// room in the ring) and those it dropped, since the capture began.
+func (l *Live) recordStats() (received, dropped int64, ok bool) {
+	s := l.final
+	if !l.closed {
+		s = l.Stats()
+	}
+	return s.Packets + s.KernelDrops, s.KernelDrops, true
+}
+
 // Close stops the capture and closes the recording.
 func (l *Live) Close() error {
 	if l.closed {
 		return nil
+	}
+	if l.rec != nil {
+		// The handles answer no more once closed: the last file's
+		// statistics are taken now.
+		l.final = l.Stats()
 	}
 	l.closed = true
 	if l.tp != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -22,7 +23,13 @@ import (
 // Recorder writes the frames a live capture reads to pcapng files, so that
 // the evidence can be analysed again later. With a size limit it rotates:
 // x.pcapng, then x-2.pcapng, x-3.pcapng, …; frame numbers restart in each
-// file, as Wireshark counts them.
+// file, as Wireshark counts them. It rotates by time too (RotateEvery),
+// and with MaxFiles keeps a ring of that many files, as tcpdump -C/-G
+// with -W does.
+//
+// A Recorder is used on one goroutine, the capture's: time rotation
+// happens when a frame or a Tick comes after the deadline, never on a
+// timer of its own.
 //
 // The files hold whatever crossed the wire, SASL/PLAIN passwords included,
 // and live creates them as root in directories other users may write
@@ -35,6 +42,18 @@ type Recorder struct {
 	snaplen int
 	max     int64
 	force   bool
+	iface   pcapgo.NgInterface
+	every   time.Duration
+	ring    int // MaxFiles
+	// deadline is when the current file is closed for the next (every).
+	deadline time.Time
+	// began is when the recording started, last the latest time seen (a
+	// frame's timestamp or a Tick's), for the statistics block.
+	began, last time.Time
+	stats       func() (received, dropped int64, ok bool)
+	// created are the files this Recorder made, by name, so that the ring
+	// removes only its own (never one that was put in its place).
+	created map[string]fs.FileInfo
 	index   int // of the file being written, from 0
 	frame   int64
 	f       *os.File
@@ -86,19 +105,56 @@ type RecordOptions struct {
 	// and writes into a FIFO or character device of root's or the
 	// process's own; a symbolic link or anything else is still refused.
 	Force bool
+	// RotateEvery rotates to a new file once a frame's timestamp, or a
+	// Tick, is this long after the current file began; 0: never.
+	RotateEvery time.Duration
+	// MaxFiles, with MaxSize or RotateEvery, keeps at most this many
+	// files: the next one replaces the oldest (x.pcapng, x-2.pcapng, …,
+	// x-N.pcapng, then x.pcapng again). Only a file this Recorder created
+	// is removed; anything else found under the name is refused as for
+	// the first file. 0: no limit.
+	MaxFiles int
+	// Interface, Filter and OS describe the capture in each file's
+	// interface description block (if_name, if_filter, if_os).
+	Interface, Filter, OS string
+	// Start is when the capture began (the first file's start and the
+	// statistics' isb_starttime); the zero time is now.
+	Start time.Time
 }
 
 // NewRecorder creates the first file.
 func NewRecorder(path string, link layers.LinkType, snaplen int, opt RecordOptions) (*Recorder, error) {
-	r := &Recorder{base: path, link: link, snaplen: snaplen, max: opt.MaxSize, force: opt.Force}
-	if err := r.open(); err != nil {
+	r := &Recorder{base: path, link: link, snaplen: snaplen, max: opt.MaxSize, force: opt.Force,
+		every: opt.RotateEvery, ring: opt.MaxFiles, began: opt.Start, created: map[string]fs.FileInfo{}}
+	if r.began.IsZero() {
+		r.began = time.Now()
+	}
+	if r.max <= 0 && r.every <= 0 {
+		r.ring = 0 // one file: nothing to keep a ring of
+	}
+	r.last = r.began
+	name := opt.Interface
+	if name == "" {
+		name = "kidscope"
+	}
+	r.iface = pcapgo.NgInterface{Name: name, Filter: opt.Filter, OS: opt.OS,
+		LinkType: link, SnapLength: uint32(snaplen), TimestampResolution: 9}
+	if err := r.open(r.began); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// name is the path of file i.
+// SetStats gives the Recorder the capture's counters: received and dropped
+// since the capture began, written in an interface statistics block at the
+// end of each file. ok false means none are known (the block is left out).
+func (r *Recorder) SetStats(stats func() (received, dropped int64, ok bool)) { r.stats = stats }
+
+// name is the path of file i: with a ring of MaxFiles, i counts around it.
 func (r *Recorder) name(i int) string {
+	if r.ring > 0 {
+		i %= r.ring
+	}
 	if i == 0 {
 		return r.base
 	}
@@ -117,19 +173,28 @@ func NumberedName(path string, n int) string {
 	return fmt.Sprintf("%s-%d%s", base, n, ext)
 }
 
-func (r *Recorder) open() error {
+// open creates the file of r.index, which begins at start.
+func (r *Recorder) open(start time.Time) error {
 	name := r.name(r.index)
+	if err := r.removeOwn(name); err != nil {
+		return err
+	}
 	f, err := createFile(name, r.force)
 	if err != nil {
 		return err
 	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		r.created[name] = fi
+	}
 	r.f, r.bw = f, bufio.NewWriterSize(f, 1<<20)
-	r.w, err = pcapgo.NewNgWriterInterface(r.bw, pcapgo.NgInterface{
-		Name: "kidscope", LinkType: r.link, SnapLength: uint32(r.snaplen), TimestampResolution: 9,
-	}, pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "kidscope live"}})
+	r.w, err = pcapgo.NewNgWriterInterface(r.bw, r.iface,
+		pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "kidscope live"}})
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if r.every > 0 {
+		r.deadline = start.Add(r.every)
 	}
 	r.frame, r.size = 0, 0
 	r.late, r.lateBytes, r.lateTooMany, r.start = nil, 0, false, 0
@@ -215,17 +280,49 @@ func dsbBlock(typ uint32, data []byte) []byte {
 	return le.AppendUint32(b, total)
 }
 
+// removeOwn removes, when the ring comes back to name, the file this
+// Recorder created there, if it is still that file: whatever else is there
+// (a symbolic link, another's file) is left for createFile to refuse.
+func (r *Recorder) removeOwn(name string) error {
+	mine, ok := r.created[name]
+	if !ok {
+		return nil
+	}
+	delete(r.created, name)
+	now, err := os.Lstat(name)
+	if err != nil || !os.SameFile(mine, now) {
+		return nil
+	}
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("rotate: remove the oldest file %s: %w", name, err)
+	}
+	return nil
+}
+
+// rotate closes the current file and opens the next, which begins at start.
+func (r *Recorder) rotate(start time.Time) error {
+	if err := r.closeFile(); err != nil {
+		return err
+	}
+	r.index++
+	return r.open(start)
+}
+
 // Write records one frame and returns the file index and the frame number
 // it has there.
 func (r *Recorder) Write(ci gopacket.CaptureInfo, data []byte) (file int, frame int64, err error) {
-	if r.max > 0 && r.frame > 0 && r.size+int64(len(data)) > r.max {
-		if err := r.closeFile(); err != nil {
-			return 0, 0, err
-		}
-		r.index++
-		if err := r.open(); err != nil {
-			return 0, 0, err
-		}
+	if ci.Timestamp.After(r.last) {
+		r.last = ci.Timestamp
+	}
+	switch {
+	case r.frame == 0:
+	case r.max > 0 && r.size+int64(len(data)) > r.max:
+		err = r.rotate(ci.Timestamp)
+	case r.every > 0 && !ci.Timestamp.Before(r.deadline):
+		err = r.rotate(r.nextStart(ci.Timestamp))
+	}
+	if err != nil {
+		return 0, 0, err
 	}
 	ci.InterfaceIndex = 0
 	ci.AncillaryData = nil
@@ -245,14 +342,82 @@ func (r *Recorder) Write(ci gopacket.CaptureInfo, data []byte) (file int, frame 
 	return r.index, r.frame, nil
 }
 
-// Files are the paths written so far, in order.
+// nextStart is when the file that follows the current one at time t
+// begins: on the period's boundary, as tcpdump -G keeps the files' spans
+// equal, unless t is more than a period past the deadline (nothing came
+// for a while), when it begins at t.
+func (r *Recorder) nextStart(t time.Time) time.Time {
+	if t.Sub(r.deadline) < r.every {
+		return r.deadline
+	}
+	return t
+}
+
+// Tick rotates by time when now is past the current file's deadline and
+// the file holds frames (an idle capture makes no empty files); live calls
+// it at each of its ticks, on the capture's goroutine.
+func (r *Recorder) Tick(now time.Time) error {
+	if now.After(r.last) {
+		r.last = now
+	}
+	if r.every <= 0 || r.f == nil || now.Before(r.deadline) {
+		return nil
+	}
+	if r.frame == 0 {
+		r.deadline = now.Add(r.every)
+		return nil
+	}
+	return r.rotate(r.nextStart(now))
+}
+
+// Files are the paths written so far, in order, one for each file index
+// (with MaxFiles the names repeat, and an older file of a name is gone).
 func (r *Recorder) Files() []string { return append([]string(nil), r.names...) }
+
+// Chown gives the files to another user: live, giving up root, hands the
+// first file to the -Z user when it keeps a ring, so that the user may
+// remove it when the ring comes round (in a sticky directory only the
+// owner may).
+func (r *Recorder) Chown(uid, gid int) error {
+	if r.f == nil {
+		return nil
+	}
+	if err := r.f.Chown(uid, gid); err != nil {
+		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+	}
+	if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() {
+		r.created[r.names[len(r.names)-1]] = fi
+	}
+	return nil
+}
+
+// writeStats writes the interface statistics block that ends a file. The
+// counts are the capture's since it began, not this file's: pcapng's
+// isb_ifrecv and isb_ifdrop count from the start of the capture on the
+// interface, with isb_starttime saying when that was.
+func (r *Recorder) writeStats() error {
+	if r.stats == nil {
+		return nil
+	}
+	recv, drop, ok := r.stats()
+	if !ok {
+		return nil
+	}
+	// The end is the latest time seen, a frame's or a Tick's: the clock
+	// the Recorder is given, so that its files agree with their frames.
+	end := r.last
+	return r.w.WriteInterfaceStats(0, pcapgo.NgInterfaceStatistics{LastUpdate: end, StartTime: r.began, EndTime: end,
+		PacketsReceived: uint64(max(recv, 0)), PacketsDropped: uint64(max(drop, 0))})
+}
 
 func (r *Recorder) closeFile() error {
 	if r.f == nil {
 		return nil
 	}
-	err := r.w.Flush()
+	err := r.writeStats()
+	if e := r.w.Flush(); err == nil {
+		err = e
+	}
 	if e := r.bw.Flush(); err == nil {
 		err = e
 	}

@@ -7,11 +7,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 	"github.com/spf13/cobra"
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/kidscope/kidscope/capture"
 	"github.com/kidscope/kidscope/capture/filter"
@@ -28,6 +32,8 @@ type liveFlags struct {
 	count        int64
 	write        string
 	writeMaxSize *sizeValue
+	rotateEvery  secondsValue
+	writeFiles   int
 	writeSecrets bool
 	force        bool
 	user         string
@@ -69,7 +75,15 @@ a FIFO or character device of root's or yours, /dev/null, is written as it is).
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
 being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
 and file keep working; the files --write-max-size rotates to are created by that user, so
-their directory must be one it may write (live checks before it starts).`,
+their directory must be one it may write (live checks before it starts).
+
+-G/--write-rotate-every rotates by time (1h; a plain number is seconds, as tcpdump -G),
+at the first frame or status tick after the period. -W/--write-files N keeps a ring of N
+files, as tcpdump -W: the next file after x-N.pcapng is x.pcapng again, the oldest, which
+live removes (only a file it made in this run; anything else there is refused as the first
+file would be) and creates anew. Each file names the interface and the capture filter in
+its interface block and ends with the kernel's counts (isb_ifrecv, isb_ifdrop), since the
+capture began.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLive(cmd, &in, &rf, &lf, &pf)
@@ -85,6 +99,8 @@ their directory must be one it may write (live checks before it starts).`,
 	fl.StringVarP(&lf.write, "write", "w", "", "also save the captured frames to this pcapng file")
 	lf.writeMaxSize, lf.ringSize, lf.snaplen = newSize("0", 1), newSize("64", 1<<20), newSize("262144", 1)
 	fl.Var(lf.writeMaxSize, "write-max-size", "rotate the --write file at this size (1GB, 500MiB; x.pcapng, x-2.pcapng, …; 0: never)")
+	fl.VarP(&lf.rotateEvery, "write-rotate-every", "G", "rotate the --write file this often (1h, 30m; a plain number is seconds, as tcpdump -G; 0: never)")
+	fl.IntVarP(&lf.writeFiles, "write-files", "W", 0, "with --write-max-size or --write-rotate-every, keep at most this many files: the next replaces the oldest, as tcpdump -W (0: all)")
 	fl.BoolVar(&lf.writeSecrets, "write-secrets", false, "also write the --tls-keylog lines into the --write files as decryption secrets blocks, so they decrypt on their own (in kidscope and Wireshark)")
 	fl.BoolVar(&lf.force, "force", false, "replace --write files that exist (never through a symbolic link; a FIFO or device of yours is written into)")
 	fl.StringVarP(&lf.user, "relinquish-privileges", "Z", "", "once the capture is open, run as this user (default when root: "+defaultDropUser+"; root keeps root)")
@@ -153,8 +169,12 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	if err != nil {
 		return usageError(err)
 	}
+	if lf.writeFiles < 0 || lf.writeFiles > 0 && lf.writeMaxSize.n <= 0 && lf.rotateEvery.d <= 0 {
+		return usageError(fmt.Errorf("--write-files %d: keeps a ring of rotated files; give a positive number and --write-max-size or --write-rotate-every", lf.writeFiles))
+	}
+	rotates := lf.writeMaxSize.n > 0 || lf.rotateEvery.d > 0
 	rotateIn := ""
-	if lf.write != "" && lf.writeMaxSize.n > 0 && plan != nil {
+	if lf.write != "" && rotates && plan != nil {
 		if err := plan.rotationCheck(lf.write); err != nil {
 			return inputError(err)
 		}
@@ -165,7 +185,8 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
-		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force}); err != nil {
+		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force,
+			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName()}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 		if lf.writeSecrets {
@@ -251,12 +272,26 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 			sayPublished(pub, pf.topic)
 		}()
 	}
+	if rec != nil && plan != nil && lf.writeFiles > 0 {
+		// The ring removes the first file when it comes round, as the -Z
+		// user: a sticky directory lets only the owner do that.
+		if err := rec.Chown(plan.uid, plan.gid); err != nil {
+			src.Close()
+			return &exitError{code: exitBadInput, err: err}
+		}
+	}
 	if err := plan.drop(rotateIn); err != nil {
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
 	}
+	frameNote := rec == nil // said once, at the first finding line with a frame
+	noteFrames := func(f *rules.Finding) {
+		if frameNote && f.At.Frame > 0 {
+			frameNote = false
+			fmt.Fprintf(os.Stderr, "kidscope: frame numbers count the packets live captured on %s; without --write they cannot be looked up in any file\n", lf.iface)
+		}
+	}
 	sink.onFinding = func(f *rules.Finding) {
-		findings++
 		if metrics != nil {
 			metrics.finding(f)
 		}
@@ -267,10 +302,14 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		switch {
 		case streamOut:
 			status.clear() // a terminal shows stdout and stderr on one screen
+			findings++
+			noteFrames(f)
 			_ = report.WriteFindingLine(stdout, files, f, form)
 		case lf.quiet:
 		case f.Severity > rules.Info || rf.verbose:
 			status.clear()
+			findings++
+			noteFrames(f)
 			fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
 		}
 	}
@@ -279,19 +318,20 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 			metrics.progress(p)
 		}
 		if rec != nil {
+			// A failure shows at the next frame written.
+			_ = rec.Tick(time.Now())
 			_ = rec.Flush()
 		}
-		text := fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings, %d dropped by the kernel",
-			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops)
+		var published string
 		if pub != nil {
 			if now := time.Now(); now.Sub(lastHello) >= helloEvery {
 				pub.Hello(false)
 				lastHello = now
 			}
-			published, _, dropped := pub.Counts()
-			text += fmt.Sprintf(", %d published (%d dropped)", published, dropped)
+			n, _, dropped := pub.Counts()
+			published = fmt.Sprintf(", %d published (%d dropped)", n, dropped)
 		}
-		status.show(text)
+		status.show(func(width int) string { return statusWithPublished(width, p, findings, published) })
 	}
 	runInfo := &report.RunInfo{Version: kidscopeVersion(), Options: runOptions(in, rf, &opt),
 		Inputs: []report.Input{{Kind: report.InputInterface, Name: lf.iface, Unhashed: "a live interface"}}}
@@ -344,6 +384,46 @@ func (lf *liveFlags) sizes() (snaplen, ringMB int, err error) {
 		return 0, 0, fmt.Errorf("--ring-size %q: want a whole number of MiB, up to 1TiB", lf.ringSize.text)
 	}
 	return int(lf.snaplen.n), int(lf.ringSize.n >> 20), nil
+}
+
+// secondsValue is a duration flag that also takes a plain number of
+// seconds, as tcpdump -G does.
+type secondsValue struct {
+	d    time.Duration
+	text string
+}
+
+func (v *secondsValue) String() string { return v.text }
+func (v *secondsValue) Type() string   { return "duration" }
+func (v *secondsValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil && n >= 0 && n < 1<<33 {
+		d, err = time.Duration(n)*time.Second, nil
+	}
+	if err != nil || d < 0 {
+		return fmt.Errorf("want a duration (1h, 30m) or seconds (3600)")
+	}
+	v.d, v.text = d, s
+	return nil
+}
+
+// recordedFilter is the capture filter named in the --write files'
+// if_filter: the tcpdump expression the kernel runs (--filter, or the
+// broker ports' default), none for a --bpf-raw program.
+func recordedFilter(kernelText string) string {
+	if kernelText == "--bpf-raw" {
+		return ""
+	}
+	return kernelText
+}
+
+// osName is the if_os of the --write files: the kernel's name and release.
+func osName() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return runtime.GOOS
+	}
+	return unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
 }
 
 // writeError says how to get past a --write file that exists.
@@ -400,11 +480,19 @@ type statusLine struct {
 
 func newStatusLine(w io.Writer, on bool) *statusLine { return &statusLine{w: w, on: on} }
 
-func (s *statusLine) show(text string) {
+// show writes the line text(width) gives for the terminal's width now, so
+// that it never wraps (a wrapped line would not be redrawn in place).
+func (s *statusLine) show(text func(width int) string) {
 	if !s.on {
 		return
 	}
-	fmt.Fprintf(s.w, "\r\x1b[K%s", text)
+	width := 80
+	if f, ok := s.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			width = w
+		}
+	}
+	fmt.Fprintf(s.w, "\r\x1b[K%s", text(width))
 	s.shown = true
 }
 
@@ -413,6 +501,37 @@ func (s *statusLine) clear() {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
+}
+
+// statusText is the status line for a terminal width columns wide: the
+// longest wording that fits in width-1 columns (the last column would
+// wrap on some terminals), cut only when even the shortest does not.
+func statusText(width int, p pipeline.Progress, findings int64) string {
+	words := []string{
+		fmt.Sprintf("%d packets, %d connections (%d open), %d requests, %d findings shown, %d dropped by the kernel",
+			p.Packets, p.Connections, p.Open, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d packets, %d connections, %d requests, %d findings shown, %d kernel drops",
+			p.Packets, p.Connections, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d pkts, %d conns, %d reqs, %d findings, %d drops",
+			p.Packets, p.Connections, p.Requests, findings, p.KernelDrops),
+		fmt.Sprintf("%d pkts %d conns %d findings %d drops", p.Packets, p.Connections, findings, p.KernelDrops),
+	}
+	room := max(width-1, 1)
+	for _, w := range words {
+		if len(w) <= room { // ASCII only: bytes are columns
+			return w
+		}
+	}
+	return words[len(words)-1][:room]
+}
+
+// statusWithPublished is the status line with the publisher's counts after
+// it when they fit.
+func statusWithPublished(width int, p pipeline.Progress, findings int64, published string) string {
+	if published != "" && width-len(published) > 40 {
+		return statusText(width-len(published), p, findings) + published
+	}
+	return statusText(width, p, findings)
 }
 
 // isTerminal reports whether w is a character device.
