@@ -17,9 +17,12 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
-// agents publishes, as records through JSON, what a run observes: the
-// connections to each broker are one agent's, as if each broker host ran
-// its own agent on the same capture.
+// agents publishes, as records through JSON, what a run observes, each
+// connection under an agent of its own. One engine observed them all, so
+// the agents' findings of the rules across connections are right too: the
+// Merger leaves them aside and finds them again by replaying, which is
+// what this checks (cmd's TestFleetAcrossAgents runs an agent per
+// connection).
 type agents struct {
 	file    string
 	records [][]byte
@@ -29,7 +32,7 @@ type agents struct {
 func (a *agents) Event(*pipeline.Conn, *decode.Event) {}
 func (a *agents) Closed(*pipeline.Conn)               {}
 
-func (a *agents) agentOf(c kafka.Conn) string { return "broker-" + c.Broker.String() }
+func (a *agents) agentOf(c kafka.Conn) string { return "conn-" + c.Client.String() + "-" + c.Broker.String() }
 
 func (a *agents) files(int) string { return a.file }
 
@@ -61,7 +64,7 @@ func key(f rules.Finding) string {
 }
 
 // TestMergerEqualsOneEngine: for every bundled sample and real-client
-// capture, the fleet's findings over the records of one agent per broker
+// capture, the fleet's findings over the records of one agent per connection
 // equal those of one engine that saw the whole capture.
 func TestMergerEqualsOneEngine(t *testing.T) {
 	var files []string

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kidscope/kidscope/fleet"
+	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/rules"
+)
+
+type fleetFlags struct {
+	brokers       string
+	topic         string
+	group         string
+	fromBeginning bool
+	untilEnd      bool
+	window        time.Duration
+	output        string
+	uuid          string
+	quiet         bool
+	kafka         kafkaFlags
+}
+
+func newFleetCmd() *cobra.Command {
+	var ff fleetFlags
+	var rf ruleFlags
+	cmd := &cobra.Command{
+		Use:   "fleet --brokers BROKERS --topic T",
+		Short: "Check the rules across connections over what live --publish agents on many broker hosts published to Kafka",
+		Long: `fleet reads what kidscope agents (live --publish, analyze --publish) on many broker hosts
+published to a Kafka topic, puts every agent's records in time order and checks the rules
+that look across connections over the whole fleet: a telemetry ID pushed to one broker after
+it was terminated on another, one client instance from two addresses on two brokers, the
+instance inventory. The agents' own findings of every other rule are taken as they made them.
+
+It is a consumer-group member (--group): run one, or several, and Kafka shares the topic's
+partitions among them (one client instance's records are on one partition). Findings are
+printed as they are made (a line of text on stderr with a document format, NDJSON finding
+objects with -o ndjson, the default when standard output is not a terminal), and the fleet
+report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). --from-beginning
+--until-end reads what the topic holds from its oldest record to its newest and stops: a
+one-shot report, without a group.
+
+Records are held --window (5s) by their capture time before they are checked, so that the
+records of several agents are checked in time order. A record that is not kidscope's, or of a
+later schema, is skipped and counted, and said once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, &ff, &rf) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&ff.brokers, "brokers", "", "Kafka brokers to read from (host:port,…)")
+	fl.StringVar(&ff.topic, "topic", "kidscope", "the topic the agents publish to")
+	fl.StringVar(&ff.group, "group", "kidscope-fleet", "the consumer group the fleet's members share")
+	fl.BoolVar(&ff.fromBeginning, "from-beginning", false, "a group with no committed offsets starts at the oldest record (else at the newest)")
+	fl.BoolVar(&ff.untilEnd, "until-end", false, "stop at the newest record the topic held at the start, and report (with --from-beginning: what the topic holds)")
+	fl.DurationVar(&ff.window, "window", 5*time.Second, "how long records wait, by capture time, for other agents' older ones")
+	fl.StringVarP(&ff.output, "output", "o", "", "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
+	fl.StringVar(&ff.uuid, "uuid", "kafka", "how to show IDs: kafka (base64), rfc4122, both")
+	fl.BoolVarP(&ff.quiet, "quiet", "q", false, "no finding lines on stderr while it runs (with a document format)")
+	rf.register(cmd)
+	ff.kafka.register(cmd, "")
+	_ = cmd.MarkFlagRequired("brokers")
+	return cmd
+}
+
+func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
+	stdout := cmd.OutOrStdout()
+	if ff.output == "" {
+		ff.output = "table"
+		if !isTerminal(stdout) {
+			ff.output = "ndjson"
+		}
+	}
+	switch ff.output {
+	case "table", "json", "ndjson", "csv", "markdown":
+	default:
+		return usageError(fmt.Errorf("-o %q: fleet writes table, json, ndjson, csv or markdown", ff.output))
+	}
+	form, err := report.ParseUUIDForm(ff.uuid)
+	if err != nil {
+		return usageError(err)
+	}
+	choice, err := rf.parse()
+	if err != nil {
+		return usageError(err)
+	}
+	brokers, err := brokerList("brokers", ff.brokers)
+	if err != nil {
+		return usageError(err)
+	}
+	if ff.window < 0 {
+		return usageError(fmt.Errorf("--window %v: want a duration of 0 or more", ff.window))
+	}
+	kopts, err := ff.kafka.options()
+	if err != nil {
+		return usageError(err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := fleet.NewMerger(fleet.Options{Rules: rules.Options{Profile: choice.profile}})
+	streamOut := ff.output == "ndjson"
+	textColor := colorWanted(cmd, os.Stderr)
+	emit := func(fs []rules.Finding) {
+		files := m.Files()
+		for i := range fs {
+			f := &fs[i]
+			if !choice.filter.Wants(f) {
+				continue
+			}
+			switch {
+			case streamOut:
+				_ = report.WriteFindingLine(stdout, files, f, form)
+			case ff.quiet:
+			case f.Severity > rules.Info || rf.verbose:
+				fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
+			}
+		}
+	}
+	said := map[bool]bool{}
+	lastRecord := time.Now()
+	handle := func(b fleet.Batch) error {
+		for _, v := range b.Values {
+			r, err := fleet.Decode(v)
+			if err != nil {
+				future := errors.Is(err, fleet.ErrFutureSchema)
+				m.Unreadable(future)
+				if !said[future] {
+					said[future] = true
+					fmt.Fprintf(os.Stderr, "kidscope: skipped a record of topic %s: %s (such records are counted in the report)\n", report.SafeText(ff.topic), report.SafeText(err.Error()))
+				}
+				continue
+			}
+			emit(m.Add(r))
+		}
+		now := time.Now()
+		if len(b.Values) > 0 {
+			lastRecord = now
+		}
+		if !ff.untilEnd {
+			emit(m.Release(m.Newest().Add(-ff.window)))
+			if now.Sub(lastRecord) >= ff.window {
+				emit(m.Flush()) // every agent is quiet: nothing older is coming
+			}
+		}
+		if b.Commit != nil {
+			// Committed once what the records caused is written.
+			return b.Commit(ctx)
+		}
+		return nil
+	}
+	err = fleet.Consume(ctx, fleet.ConsumerOptions{Brokers: brokers, Topic: ff.topic, Group: ff.group,
+		FromBeginning: ff.fromBeginning, UntilEnd: ff.untilEnd, Client: kopts}, handle)
+	emit(m.Flush())
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "kidscope: %s\n", report.SafeText(err.Error()))
+	}
+	res := m.Result()
+	choice.filter.Apply(&res)
+	rep := &report.Analysis{Files: m.Files(), Result: res}
+	fleetReport(rep, m)
+	rep.Summary.Files = rep.Files
+	if werr := report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: ff.output, UUID: form, Verbose: rf.verbose,
+		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: true}); werr != nil {
+		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", werr)}
+	}
+	switch {
+	case choice.failing(&res):
+		return &exitError{code: exitFindings}
+	case err != nil && ctx.Err() == nil:
+		return &exitError{code: exitBadInput}
+	}
+	return nil
+}
+
+// fleetReport adds the agents and what the fleet skipped to the report.
+func fleetReport(rep *report.Analysis, m *fleet.Merger) {
+	counts := m.Counts()
+	_ = counts // AGENTSPENDING
+}
