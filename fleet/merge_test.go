@@ -32,7 +32,9 @@ type agents struct {
 func (a *agents) Event(*pipeline.Conn, *decode.Event) {}
 func (a *agents) Closed(*pipeline.Conn)               {}
 
-func (a *agents) agentOf(c kafka.Conn) string { return "conn-" + c.Client.String() + "-" + c.Broker.String() }
+func (a *agents) agentOf(c kafka.Conn) string {
+	return "conn-" + c.Client.String() + "-" + c.Broker.String()
+}
 
 func (a *agents) files(int) string { return a.file }
 
