@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +28,7 @@ type fleetFlags struct {
 	output        string
 	uuid          string
 	quiet         bool
+	metricsAddr   string
 	kafka         kafkaFlags
 }
 
@@ -63,6 +67,7 @@ later schema, is skipped and counted, and said once.`,
 	fl.DurationVar(&ff.window, "window", 5*time.Second, "how long records wait, by capture time, for other agents' older ones")
 	fl.StringVarP(&ff.output, "output", "o", "", "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
 	fl.StringVar(&ff.uuid, "uuid", "kafka", "how to show IDs: kafka (base64), rfc4122, both")
+	fl.StringVar(&ff.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9465)")
 	fl.BoolVarP(&ff.quiet, "quiet", "q", false, "no finding lines on stderr while it runs (with a document format)")
 	rf.register(cmd)
 	ff.kafka.register(cmd, "")
@@ -106,6 +111,21 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	defer stop()
 
 	m := fleet.NewMerger(fleet.Options{Rules: rules.Options{Profile: choice.profile}})
+	// The merger runs on this goroutine; scrapes read these copies.
+	var records, skipped, pending atomic.Int64
+	var metrics *liveMetrics
+	if ff.metricsAddr != "" {
+		if metrics, err = startMetrics(ff.metricsAddr, false); err != nil {
+			return inputError(err)
+		}
+		defer metrics.close()
+		metrics.counterFuncs(map[string]counterFunc{
+			"kidscope_fleet_records_total":         {"Records read from the topic.", records.Load},
+			"kidscope_fleet_records_skipped_total": {"Records skipped: not kidscope's, or of a later schema.", skipped.Load},
+		})
+		metrics.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kidscope_fleet_records_pending",
+			Help: "Records waiting, by capture time, for other agents' older ones."}, func() float64 { return float64(pending.Load()) }))
+	}
 	streamOut := ff.output == "ndjson"
 	textColor := colorWanted(cmd, os.Stderr)
 	emit := func(fs []rules.Finding) {
@@ -114,6 +134,9 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			f := &fs[i]
 			if !choice.filter.Wants(f) {
 				continue
+			}
+			if metrics != nil {
+				metrics.finding(f)
 			}
 			switch {
 			case streamOut:
@@ -150,6 +173,11 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 				emit(m.Flush()) // every agent is quiet: nothing older is coming
 			}
 		}
+		c := m.Counts()
+		n, _ := m.Pending()
+		records.Store(c.Records)
+		skipped.Store(c.Unreadable + c.Future)
+		pending.Store(int64(n))
 		if b.Commit != nil {
 			// Committed once what the records caused is written.
 			return b.Commit(ctx)

@@ -266,6 +266,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		return usageError(err)
 	}
 	var lastHello time.Time
+	if pub != nil && metrics != nil {
+		metrics.watchPublisher(pub)
+	}
 	if pub != nil {
 		defer func() {
 			pub.Close(publishTimeout)

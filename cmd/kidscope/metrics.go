@@ -190,3 +190,30 @@ func (c *totalsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(p.Open))
 }
+
+// counterFuncs exports counts kept elsewhere (read atomically at each
+// scrape) as counters.
+func (m *liveMetrics) counterFuncs(counters map[string]counterFunc) {
+	for name, c := range counters {
+		get := c.get
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: c.help},
+			func() float64 { return float64(get()) }))
+	}
+}
+
+type counterFunc = struct {
+	help string
+	get  func() int64
+}
+
+// watchPublisher exports what live --publish sent and dropped.
+func (m *liveMetrics) watchPublisher(pub interface{ Counts() (int64, int64, int64) }) {
+	m.counterFuncs(map[string]counterFunc{
+		"kidscope_publish_records_total": {"Records handed to the Kafka producer (observations, findings, the agent's descriptions).",
+			func() int64 { n, _, _ := pub.Counts(); return n }},
+		"kidscope_publish_delivered_total": {"Records Kafka acknowledged.",
+			func() int64 { _, n, _ := pub.Counts(); return n }},
+		"kidscope_publish_dropped_total": {"Records dropped, never waited for: the producer's buffer full, or Kafka unreachable past the delivery timeout.",
+			func() int64 { _, _, n := pub.Counts(); return n }},
+	})
+}
