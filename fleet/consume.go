@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ConsumerOptions configure Consume.
@@ -28,10 +30,16 @@ type ConsumerOptions struct {
 }
 
 // Batch is what one poll returned: the records' values, and a function
-// that commits them once what they caused was written (nil with UntilEnd).
+// that commits every record read so far once what they caused was written
+// (nil with UntilEnd).
+// Replayed[i] says that record i was committed before, by this member or
+// one that had its partition: it is read again, from the partition's
+// start, to rebuild the state the rules across connections need, and what
+// it causes was written then.
 type Batch struct {
-	Values [][]byte
-	Commit func(ctx context.Context) error
+	Values   [][]byte
+	Replayed []bool
+	Commit   func(ctx context.Context) error
 }
 
 // Consume reads the topic and hands each batch of records to handle, in
@@ -40,7 +48,8 @@ type Batch struct {
 // that the caller can release what it holds by the clock.
 func Consume(ctx context.Context, opt ConsumerOptions, handle func(Batch) error) error {
 	kopts := append([]kgo.Opt{kgo.SeedBrokers(opt.Brokers...), kgo.ClientID("kidscope-fleet")}, opt.Client...)
-	var ends map[int32]int64
+	var ends, marks map[int32]int64
+	markOf := func(int32) int64 { return 0 }
 	if opt.UntilEnd {
 		admin, err := kgo.NewClient(kopts...)
 		if err != nil {
@@ -71,14 +80,37 @@ func Consume(ctx context.Context, opt ConsumerOptions, handle func(Batch) error)
 		if opt.FromBeginning {
 			reset = kgo.NewOffset().AtStart()
 		}
+		// A partition that comes with committed offsets is read from its
+		// start: the records before the commit rebuild the engine's state
+		// across connections (a member that takes over from one that
+		// stopped knows what it knew), and are not reported again.
+		var mu sync.Mutex
+		marks = map[int32]int64{}
 		kopts = append(kopts, kgo.ConsumeTopics(opt.Topic), kgo.ConsumerGroup(opt.Group), kgo.DisableAutoCommit(),
-			kgo.ConsumeResetOffset(reset))
+			kgo.ConsumeResetOffset(reset),
+			kgo.AdjustFetchOffsetsFn(func(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				for p, o := range offsets[opt.Topic] {
+					if at := o.EpochOffset().Offset; at > 0 {
+						marks[p] = at
+						offsets[opt.Topic][p] = kgo.NewOffset().AtStart().WithEpoch(-1)
+					}
+				}
+				return offsets, nil
+			}))
+		markOf = func(p int32) int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return marks[p]
+		}
 	}
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	toCommit := map[int32]kgo.EpochOffset{}
 	for {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fetches := cl.PollFetches(pctx)
@@ -101,13 +133,31 @@ func Consume(ctx context.Context, opt ConsumerOptions, handle func(Batch) error)
 				return
 			}
 			b.Values = append(b.Values, r.Value)
+			b.Replayed = append(b.Replayed, r.Offset < markOf(r.Partition))
 			if ends != nil && r.Offset == ends[r.Partition]-1 {
 				delete(ends, r.Partition)
 			}
 		})
-		if !opt.UntilEnd && len(b.Values) > 0 {
-			recs := fetches.Records()
-			b.Commit = func(ctx context.Context) error { return cl.CommitRecords(ctx, recs...) }
+		if !opt.UntilEnd {
+			// What was read since the last commit, past what an earlier
+			// member committed (committing that again would move it back).
+			fetches.EachRecord(func(r *kgo.Record) {
+				if r.Offset >= markOf(r.Partition) {
+					toCommit[r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+				}
+			})
+			b.Commit = func(ctx context.Context) error {
+				if len(toCommit) == 0 {
+					return nil
+				}
+				var cerr error
+				cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{opt.Topic: toCommit},
+					func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) { cerr = err })
+				if cerr == nil {
+					toCommit = map[int32]kgo.EpochOffset{}
+				}
+				return cerr
+			}
 		}
 		if err := handle(b); err != nil {
 			return err

@@ -59,6 +59,7 @@ type Merger struct {
 	seq      uint64
 	next     int       // the last connection number given
 	newest   time.Time // the newest record's time
+	again    bool      // the record being replayed was read again
 	// out are the findings of the current call.
 	out []rules.Finding
 }
@@ -121,8 +122,10 @@ func (m *Merger) Unreadable(future bool) {
 
 // Add takes a record to be replayed in time order. It returns the
 // findings it completed (valid until the next call): none, unless the
-// records held were over MaxPending.
-func (m *Merger) Add(r *Record) []rules.Finding {
+// records held were over MaxPending. A record read again (again) rebuilds
+// the state: the findings it causes were reported when it was first read,
+// so they are kept for the report and marked as emitted, but not returned.
+func (m *Merger) Add(r *Record, again bool) []rules.Finding {
 	m.out = m.out[:0]
 	m.counts.Records++
 	a := m.agent(r.Agent)
@@ -151,10 +154,10 @@ func (m *Merger) Add(r *Record) []rules.Finding {
 		a.LastSeen = at
 	}
 	m.seq++
-	heap.Push(&m.pending, pendingRecord{r: r, at: at, seq: m.seq})
+	heap.Push(&m.pending, pendingRecord{r: r, at: at, seq: m.seq, again: again})
 	for m.pending.Len() > m.opt.MaxPending {
 		m.counts.Late++
-		m.replay(heap.Pop(&m.pending).(pendingRecord).r)
+		m.replay(heap.Pop(&m.pending).(pendingRecord))
 	}
 	return m.out
 }
@@ -165,7 +168,7 @@ func (m *Merger) Add(r *Record) []rules.Finding {
 func (m *Merger) Release(upTo time.Time) []rules.Finding {
 	m.out = m.out[:0]
 	for m.pending.Len() > 0 && !m.pending[0].at.After(upTo) {
-		m.replay(heap.Pop(&m.pending).(pendingRecord).r)
+		m.replay(heap.Pop(&m.pending).(pendingRecord))
 	}
 	return m.out
 }
@@ -174,7 +177,7 @@ func (m *Merger) Release(upTo time.Time) []rules.Finding {
 func (m *Merger) Flush() []rules.Finding {
 	m.out = m.out[:0]
 	for m.pending.Len() > 0 {
-		m.replay(heap.Pop(&m.pending).(pendingRecord).r)
+		m.replay(heap.Pop(&m.pending).(pendingRecord))
 	}
 	return m.out
 }
@@ -241,7 +244,9 @@ func (m *Merger) conn(d *decoder, r *Record, w WireConn) fleetConn {
 	return c
 }
 
-func (m *Merger) replay(r *Record) {
+func (m *Merger) replay(p pendingRecord) {
+	r := p.r
+	m.again = p.again
 	d := &decoder{file: m.file(r.Agent, r.Run)}
 	switch {
 	case r.Observation != nil:
@@ -315,7 +320,9 @@ func (m *Merger) take(f rules.Finding) {
 			m.byGroup[g]++
 		}
 	}
-	m.out = append(m.out, f)
+	if !m.again {
+		m.out = append(m.out, f)
+	}
 }
 
 // Files names the fleet's files: agent:file (the interface, or the file
@@ -361,6 +368,8 @@ type pendingRecord struct {
 	r   *Record
 	at  time.Time
 	seq uint64
+	// again: read again to rebuild the state (Add).
+	again bool
 }
 
 type pendingHeap []pendingRecord

@@ -98,7 +98,7 @@ func TestMergerEqualsOneEngine(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			m.Add(r)
+			m.Add(r, false)
 		}
 		m.Flush()
 		var want, got []string

@@ -148,9 +148,10 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		}
 	}
 	said := map[bool]bool{}
+	saidCommit := false
 	lastRecord := time.Now()
 	handle := func(b fleet.Batch) error {
-		for _, v := range b.Values {
+		for i, v := range b.Values {
 			r, err := fleet.Decode(v)
 			if err != nil {
 				future := errors.Is(err, fleet.ErrFutureSchema)
@@ -161,7 +162,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 				}
 				continue
 			}
-			emit(m.Add(r))
+			emit(m.Add(r, b.Replayed[i]))
 		}
 		now := time.Now()
 		if len(b.Values) > 0 {
@@ -178,9 +179,16 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		records.Store(c.Records)
 		skipped.Store(c.Unreadable + c.Future)
 		pending.Store(int64(n))
-		if b.Commit != nil {
-			// Committed once what the records caused is written.
-			return b.Commit(ctx)
+		if b.Commit != nil && n == 0 {
+			// Committed once every record read was checked and what it
+			// caused written: a record still waiting for older ones is read
+			// again by whoever has its partition next.
+			// A commit that fails (a rebalance) is tried again with the
+			// next batch; the records are at worst read again.
+			if err := b.Commit(ctx); err != nil && ctx.Err() == nil && !saidCommit {
+				saidCommit = true
+				fmt.Fprintf(os.Stderr, "kidscope: commit the offsets of group %s: %s (tried again)\n", report.SafeText(ff.group), report.SafeText(err.Error()))
+			}
 		}
 		return nil
 	}

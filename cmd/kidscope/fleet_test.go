@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -130,5 +133,139 @@ func TestFleetAcrossAgents(t *testing.T) {
 	}
 	if n := strings.Count(stderr, "skipped a record"); n != 2 {
 		t.Errorf("%d lines about skipped records, want one for garbage and one for the later schema: %s", n, stderr)
+	}
+}
+
+// publishAgents publishes every connection of the captures from an agent
+// of its own (analyze --filter on its client port --publish).
+func publishAgents(t *testing.T, brokers string, captures ...string) {
+	t.Helper()
+	for _, name := range captures {
+		file := filepath.Join("..", "..", "samples", "captures", name+".pcapng")
+		out, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", file)
+		if code != 0 {
+			t.Fatalf("analyze %s: exit %d: %s", name, code, stderr)
+		}
+		var doc struct {
+			Connections []struct {
+				Client string `json:"client"`
+			} `json:"connections"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range doc.Connections {
+			port := c.Client[strings.LastIndex(c.Client, ":")+1:]
+			_, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", "--filter", "tcp port "+port,
+				"--publish", brokers, "--agent", fmt.Sprintf("%s-%d", name, i), file)
+			if code != 0 || strings.Contains(stderr, "dropped") {
+				t.Fatalf("agent %d of %s: exit %d: %s", i, name, code, stderr)
+			}
+		}
+	}
+}
+
+// streamedFindings are the finding lines of a fleet's NDJSON stream.
+func streamedFindings(t *testing.T, out string) []string {
+	t.Helper()
+	var keys []string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, `{"kind":"finding"`) {
+			continue
+		}
+		var f fleetFinding
+		if err := json.Unmarshal([]byte(line), &f); err != nil {
+			t.Fatalf("finding line %q: %v", line, err)
+		}
+		keys = append(keys, f.String())
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// committed waits until the group has committed every partition's end
+// offset: the member has written what every record caused.
+func committed(t *testing.T, brokers []string, group string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ends, err1 := adm.ListEndOffsets(ctx, "kidscope")
+		offs, err2 := adm.FetchOffsets(ctx, group)
+		cancel()
+		done := err1 == nil && err2 == nil
+		if done {
+			ends.Each(func(o kadm.ListedOffset) {
+				c, ok := offs.Lookup("kidscope", o.Partition)
+				if o.Offset > 0 && (!ok || c.At < o.Offset) {
+					done = false
+				}
+			})
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s did not commit the topic's end (%v, %v)", group, err1, err2)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestFleetMemberReplaced: a fleet member streams findings and is killed
+// (SIGKILL) once it has committed; agents publish more; a new member of
+// the group rebuilds the state from the partitions' start and streams the
+// findings of the new records only. Together the two streamed each
+// finding of the one-shot report once: none lost, none twice.
+func TestFleetMemberReplaced(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, "kidscope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	addrs := cluster.ListenAddrs()
+	brokers := strings.Join(addrs, ",")
+	member := func() (*exec.Cmd, *lockedBuffer) {
+		cmd := exec.Command(binary, "fleet", "--brokers", brokers, "--group", "g", "--from-beginning", "--window", "1s",
+			"-o", "ndjson", "--fail-on", "never")
+		out, errb := &lockedBuffer{}, &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, out
+	}
+
+	publishAgents(t, brokers, "tel-push-after-terminating", "inst-shared", "tel-assigned-not-reused")
+	first, out1 := member()
+	committed(t, addrs, "g")
+	_ = first.Process.Kill()
+	_ = first.Wait()
+
+	publishAgents(t, brokers, "inst-split", "tel-broker-reissues-id", "grp-join-rejoin-wrong")
+	second, out2 := member()
+	committed(t, addrs, "g")
+	_ = second.Process.Signal(syscall.SIGINT)
+	_ = second.Wait()
+
+	whole, stderr, code := runKidscope(t, "fleet", "--brokers", brokers, "--from-beginning", "--until-end", "-o", "json", "--fail-on", "never")
+	if code != 0 {
+		t.Fatalf("fleet --until-end: exit %d: %s", code, stderr)
+	}
+	want := reportFindings(t, whole)
+	a, b := streamedFindings(t, out1.String()), streamedFindings(t, out2.String())
+	if len(a) == 0 || len(b) == 0 {
+		t.Fatalf("the first member streamed %d findings, the second %d", len(a), len(b))
+	}
+	got := slices.Sorted(slices.Values(append(slices.Clone(a), b...)))
+	if !slices.Equal(got, want) {
+		t.Errorf("the two members streamed\n  %s\nthe one-shot report has\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
