@@ -23,6 +23,11 @@ type Analysis struct {
 	// Scope, when set, says the Result is the part of the whole that
 	// --instance, --client, --broker or --connection kept (Scope.Apply).
 	Scope *ScopeNote
+	// Agents and Fleet, in kidscope fleet's report, are the agents whose
+	// records it read and what it skipped of them (nil elsewhere: nothing
+	// of them is written).
+	Agents []result.Agent
+	Fleet  *result.FleetCounts
 }
 
 // AnalysisOptions say how to write it.

@@ -38,6 +38,9 @@ type analysisJSON struct {
 	// FindingCounts count every finding made of each rule on each
 	// connection that has one in findings, listed or not.
 	FindingCounts []findingCountJSON `json:"finding_counts"`
+	// Agents and Fleet: kidscope fleet's report only.
+	Agents []agentJSON `json:"agents,omitempty"`
+	Fleet  *fleetJSON  `json:"fleet,omitempty"`
 }
 
 type findingCountJSON struct {
@@ -428,6 +431,7 @@ func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
 	doc.Summary.DroppedBrokerConnections = res.Dropped.BrokerConnections
 	doc.Summary.FindingsByRule = findingsByRule(res)
 	doc.FindingCounts = findingCounts(res)
+	doc.Agents, doc.Fleet = newAgentsJSON(a)
 	return doc
 }
 

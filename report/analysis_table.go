@@ -217,6 +217,7 @@ func severityLine(c severityCounts) line {
 func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 	var doc []block
 	doc = append(doc, summaryBlocks(a, st)...)
+	doc = append(doc, agentBlocks(a, st)...)
 	doc = append(doc, findingBlocks(a, opt, st)...)
 	doc = append(doc, connectionBlocks(a, st)...)
 	doc = append(doc, instanceBlocks(a, st)...)

@@ -46,6 +46,7 @@ const (
 	InputFile      = "file"
 	InputStdin     = "stdin"
 	InputInterface = "interface"
+	InputTopic     = "topic" // kidscope fleet's Kafka topic
 )
 
 // Input is one input of the run: a capture file, standard input or (live)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kidscope/kidscope/fleet"
 	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -200,7 +201,12 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	}
 	res := m.Result()
 	choice.filter.Apply(&res)
-	rep := &report.Analysis{Files: m.Files(), Result: res}
+	// The options of the agents' capture are the agents'; these are the
+	// fleet's own.
+	rep := &report.Analysis{Files: m.Files(), Result: res, Run: &report.RunInfo{Version: kidscopeVersion(),
+		Options: report.RunOptions{Profile: rf.profile, Rules: rf.rules, SkipRules: rf.skipRules, MinSeverity: rf.minSeverity,
+			UUID: ff.uuid, Workers: 1},
+		Inputs: []report.Input{{Kind: report.InputTopic, Name: ff.topic, Unhashed: "a Kafka topic"}}}}
 	fleetReport(rep, m)
 	rep.Summary.Files = rep.Files
 	if werr := report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: ff.output, UUID: form, Verbose: rf.verbose,
@@ -219,5 +225,8 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 // fleetReport adds the agents and what the fleet skipped to the report.
 func fleetReport(rep *report.Analysis, m *fleet.Merger) {
 	counts := m.Counts()
-	_ = counts // AGENTSPENDING
+	rep.Agents, rep.Fleet = m.Agents(), &counts
+	if rep.Agents == nil {
+		rep.Agents = []result.Agent{}
+	}
 }

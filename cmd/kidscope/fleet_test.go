@@ -116,6 +116,11 @@ func TestFleetAcrossAgents(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("fleet: exit %d: %s", code, stderr)
 	}
+	doc, line := analysisSchemas(t)
+	validOutput(t, doc, line, "fleet -o json", out, false)
+	if !strings.Contains(out, `"agents"`) || !strings.Contains(out, `"unreadable": 1`) || !strings.Contains(out, `"future": 1`) {
+		t.Errorf("the fleet's report has no agents, or does not count the skipped records: %.3000s", out)
+	}
 	got := reportFindings(t, out)
 	if !slices.Equal(got, want) {
 		t.Errorf("fleet found\n  %s\nanalyze found\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))

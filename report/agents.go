@@ -1,0 +1,124 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kidscope/kidscope/result"
+)
+
+// The AGENTS section of kidscope fleet's report: who published the records
+// the fleet read, and what it skipped of them. Agents' names and sources
+// come from the topic, which anyone who may write it controls: they are
+// escaped like a capture's strings (line.render, shownCell, JSON).
+
+// agentBrokersShown is how many broker endpoints an agent's row lists.
+const agentBrokersShown = 4
+
+func agentBlocks(a *Analysis, st *docStyle) []block {
+	if a.Agents == nil && a.Fleet == nil {
+		return nil
+	}
+	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Agents (%s)", commas(int64(len(a.Agents))))))}}
+	if len(a.Agents) > 0 {
+		g := &grid{header: []string{"AGENT", "SOURCE", "BROKERS", "RECORDS", "DROPPED", "LAST SEEN"}}
+		if st.md {
+			g.header = []string{"Agent", "Source", "Brokers seen", "Records read", "Dropped by the agent", "Last seen"}
+		}
+		for i := range a.Agents {
+			ag := &a.Agents[i]
+			name := []string{ag.Name}
+			if ag.Runs > 1 {
+				name = append(name, fmt.Sprintf("(%d runs)", ag.Runs))
+			}
+			if ag.Stopped {
+				name = append(name, "stopped")
+			}
+			g.rows = append(g.rows, [][]string{name, st.wrap(ag.Source, 24), agentBrokers(ag), {commas(ag.Records)},
+				{commas(ag.Dropped)}, {st.clock(ag.LastSeen)}})
+		}
+		blocks = append(blocks, block{kind: blockGrid, grid: g})
+	}
+	if c := a.Fleet; c != nil {
+		text := fmt.Sprintf("%s read from the topic", plural(c.Records, "record", "records"))
+		var skipped []string
+		if c.Unreadable > 0 {
+			skipped = append(skipped, fmt.Sprintf("%s not kidscope's", commas(c.Unreadable)))
+		}
+		if c.Future > 0 {
+			skipped = append(skipped, fmt.Sprintf("%s of a later schema", commas(c.Future)))
+		}
+		if len(skipped) > 0 {
+			text += "; skipped: " + strings.Join(skipped, ", ")
+		}
+		if c.Late > 0 {
+			text += fmt.Sprintf("; %s checked before older ones (the ordering buffer was full)", commas(c.Late))
+		}
+		if c.Duplicates > 0 {
+			text += fmt.Sprintf("; %s made again from records read twice, not repeated", plural(c.Duplicates, "finding", "findings"))
+		}
+		blocks = append(blocks, block{kind: blockPara, text: plain(text + ".")})
+	}
+	return blocks
+}
+
+func agentBrokers(ag *result.Agent) []string {
+	var out []string
+	for i, b := range ag.Brokers {
+		if i == agentBrokersShown {
+			out = append(out, fmt.Sprintf("+%d more", len(ag.Brokers)-i))
+			break
+		}
+		out = append(out, b.String())
+	}
+	if len(out) == 0 {
+		out = []string{"-"}
+	}
+	return out
+}
+
+type agentJSON struct {
+	Name      string   `json:"name"`
+	Source    string   `json:"source"`
+	Version   string   `json:"version"`
+	Runs      int      `json:"runs"`
+	Brokers   []string `json:"brokers"`
+	Records   int64    `json:"records"`
+	Published int64    `json:"published"`
+	Dropped   int64    `json:"dropped"`
+	LastSeen  *string  `json:"last_seen"`
+	Stopped   bool     `json:"stopped"`
+}
+
+type fleetJSON struct {
+	Records    int64 `json:"records"`
+	Unreadable int64 `json:"unreadable"`
+	Future     int64 `json:"future"`
+	Late       int64 `json:"late"`
+	Duplicates int64 `json:"duplicates"`
+}
+
+func newAgentsJSON(a *Analysis) ([]agentJSON, *fleetJSON) {
+	if a.Agents == nil && a.Fleet == nil {
+		return nil, nil
+	}
+	out := []agentJSON{}
+	for _, ag := range a.Agents {
+		j := agentJSON{Name: ag.Name, Source: ag.Source, Version: ag.Version, Runs: ag.Runs, Brokers: []string{},
+			Records: ag.Records, Published: ag.Published, Dropped: ag.Dropped, Stopped: ag.Stopped}
+		for _, b := range ag.Brokers {
+			j.Brokers = append(j.Brokers, b.String())
+		}
+		if !ag.LastSeen.IsZero() {
+			t := ag.LastSeen.UTC().Format(time.RFC3339Nano)
+			j.LastSeen = &t
+		}
+		out = append(out, j)
+	}
+	var f *fleetJSON
+	if c := a.Fleet; c != nil {
+		f = &fleetJSON{Records: c.Records, Unreadable: c.Unreadable, Future: c.Future, Late: c.Late, Duplicates: c.Duplicates}
+	}
+	return out, f
+}
