@@ -26,6 +26,7 @@ type fleetFlags struct {
 	fromBeginning bool
 	untilEnd      bool
 	window        time.Duration
+	flushAfter    time.Duration
 	output        string
 	uuid          string
 	quiet         bool
@@ -54,7 +55,8 @@ report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). --from-beginnin
 one-shot report, without a group.
 
 Records are held --window (5s) by their capture time before they are checked, so that the
-records of several agents are checked in time order. A record that is not kidscope's, or of a
+records of several agents (and partitions) are checked in time order; once no record has come
+for --flush-after (5s), everything held is checked. A record that is not kidscope's, or of a
 later schema, is skipped and counted, and said once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, &ff, &rf) },
@@ -66,6 +68,7 @@ later schema, is skipped and counted, and said once.`,
 	fl.BoolVar(&ff.fromBeginning, "from-beginning", false, "a group with no committed offsets starts at the oldest record (else at the newest)")
 	fl.BoolVar(&ff.untilEnd, "until-end", false, "stop at the newest record the topic held at the start, and report (with --from-beginning: what the topic holds)")
 	fl.DurationVar(&ff.window, "window", 5*time.Second, "how long records wait, by capture time, for other agents' older ones")
+	fl.DurationVar(&ff.flushAfter, "flush-after", 5*time.Second, "check every record held once none has come for this long (the agents are quiet)")
 	fl.StringVarP(&ff.output, "output", "o", "", "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
 	fl.StringVar(&ff.uuid, "uuid", "kafka", "how to show IDs: kafka (base64), rfc4122, both")
 	fl.StringVar(&ff.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9465)")
@@ -101,8 +104,8 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if ff.window < 0 {
-		return usageError(fmt.Errorf("--window %v: want a duration of 0 or more", ff.window))
+	if ff.window < 0 || ff.flushAfter < 0 {
+		return usageError(fmt.Errorf("--window %v, --flush-after %v: want durations of 0 or more", ff.window, ff.flushAfter))
 	}
 	kopts, err := ff.kafka.options()
 	if err != nil {
@@ -171,7 +174,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		}
 		if !ff.untilEnd {
 			emit(m.Release(m.Newest().Add(-ff.window)))
-			if now.Sub(lastRecord) >= ff.window {
+			if now.Sub(lastRecord) >= ff.flushAfter {
 				emit(m.Flush()) // every agent is quiet: nothing older is coming
 			}
 		}
