@@ -72,6 +72,11 @@ created new with mode 0600, never through a symbolic link, and an existing file 
 unless --force, which replaces it with a new file (a symbolic link is refused even then;
 a FIFO or character device of root's or yours, /dev/null, is written as it is).
 
+--publish BROKERS sends what the rules across connections read, and the findings, to a Kafka
+topic, where kidscope fleet checks those rules over every host (see kidscope fleet --help). It
+never makes the capture wait: records past --publish-buffer, or not delivered in 30s, are
+dropped and counted (status line, metrics, the last line on stderr).
+
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
 being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
 and file keep working; the files --write-max-size rotates to are created by that user, so
