@@ -80,34 +80,7 @@ func TestFleetAcrossAgents(t *testing.T) {
 
 	captures := []string{"tel-push-after-terminating", "inst-shared", "inst-split", "tel-assigned-not-reused",
 		"tel-broker-reissues-id", "grp-join-rejoin-wrong", "tel-push-unknown-id"}
-	var want []string
-	agents := 0
-	for _, name := range captures {
-		file := filepath.Join("..", "..", "samples", "captures", name+".pcapng")
-		out, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", file)
-		if code != 0 {
-			t.Fatalf("analyze %s: exit %d: %s", name, code, stderr)
-		}
-		want = append(want, reportFindings(t, out)...)
-		var doc struct {
-			Connections []struct {
-				Client string `json:"client"`
-			} `json:"connections"`
-		}
-		if err := json.Unmarshal([]byte(out), &doc); err != nil {
-			t.Fatal(err)
-		}
-		agents += len(doc.Connections)
-		for i, c := range doc.Connections {
-			port := c.Client[strings.LastIndex(c.Client, ":")+1:]
-			_, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", "--filter", "tcp port "+port,
-				"--publish", brokers, "--agent", fmt.Sprintf("%s-%d", name, i), file)
-			if code != 0 || !strings.Contains(stderr, "delivered") || strings.Contains(stderr, "dropped") {
-				t.Fatalf("agent %d of %s: exit %d: %s", i, name, code, stderr)
-			}
-		}
-	}
-	slices.Sort(want)
+	want, agents := publishAgents(t, brokers, captures...)
 	if agents < 2*len(captures) {
 		t.Fatalf("%d agents for %d captures: too few connections cross agents", agents, len(captures))
 	}
@@ -142,8 +115,9 @@ func TestFleetAcrossAgents(t *testing.T) {
 }
 
 // publishAgents publishes every connection of the captures from an agent
-// of its own (analyze --filter on its client port --publish).
-func publishAgents(t *testing.T, brokers string, captures ...string) {
+// of its own (analyze --filter on its client port --publish). It returns
+// what analyze finds of the whole captures, and the number of agents.
+func publishAgents(t *testing.T, brokers string, captures ...string) (want []string, agents int) {
 	t.Helper()
 	for _, name := range captures {
 		file := filepath.Join("..", "..", "samples", "captures", name+".pcapng")
@@ -159,15 +133,19 @@ func publishAgents(t *testing.T, brokers string, captures ...string) {
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatal(err)
 		}
+		want = append(want, reportFindings(t, out)...)
+		agents += len(doc.Connections)
 		for i, c := range doc.Connections {
 			port := c.Client[strings.LastIndex(c.Client, ":")+1:]
 			_, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", "--filter", "tcp port "+port,
 				"--publish", brokers, "--agent", fmt.Sprintf("%s-%d", name, i), file)
-			if code != 0 || strings.Contains(stderr, "dropped") {
+			if code != 0 || !strings.Contains(stderr, "delivered") || strings.Contains(stderr, "dropped") {
 				t.Fatalf("agent %d of %s: exit %d: %s", i, name, code, stderr)
 			}
 		}
 	}
+	slices.Sort(want)
+	return want, agents
 }
 
 // streamedFindings are the finding lines of a fleet's NDJSON stream.
@@ -250,13 +228,13 @@ func TestFleetMemberReplaced(t *testing.T) {
 		return cmd, out
 	}
 
-	publishAgents(t, brokers, "tel-push-after-terminating", "inst-shared", "tel-assigned-not-reused")
+	_, _ = publishAgents(t, brokers, "tel-push-after-terminating", "inst-shared", "tel-assigned-not-reused")
 	first, out1 := member()
 	committed(t, addrs, "g")
 	_ = first.Process.Kill()
 	_ = first.Wait()
 
-	publishAgents(t, brokers, "inst-split", "tel-broker-reissues-id", "grp-join-rejoin-wrong")
+	_, _ = publishAgents(t, brokers, "inst-split", "tel-broker-reissues-id", "grp-join-rejoin-wrong")
 	second, out2 := member()
 	committed(t, addrs, "g")
 	_ = second.Process.Signal(syscall.SIGINT)
