@@ -2,7 +2,8 @@
 # live-bench.sh [RATE...]: kidscope live beside tcpdump -w /dev/null on the
 # same loopback traffic (internal/loadloop) at each packet rate; prints, per
 # rate, the packets each captured, kernel drops, and CPU use (user+system
-# seconds over the run, as % of one core). Needs root.
+# seconds over the run, as % of one core). Needs root. tcpdump runs with
+# -Z root: dropping to its user, it would chown /dev/null, its -w file.
 #   DURATION=20s CONNS=100 scripts/live-bench.sh 20000 50000 100000
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ printf '| rate asked (pkt/s) | rate sent (pkt/s) | kidscope packets | kidscope d
 for rate in "${RATES[@]}"; do
 	"$W/kidscope" live -i lo -p 29092 -o ndjson --no-status --duration $((secs + 3))s >"$W/k.ndjson" 2>"$W/k.err" &
 	kpid=$!
-	tcpdump -i lo -n -w /dev/null 'tcp port 29092' 2>"$W/t.err" &
+	tcpdump -i lo -n -Z root -w /dev/null 'tcp port 29092' 2>"$W/t.err" &
 	tpid=$!
 	sleep 1
 	sent=$("$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns "${CONNS:-20}" | sed 's/.*rate=\([0-9]*\).*/\1/')
