@@ -507,6 +507,16 @@ type ndjsonBroker struct {
 	*brokerJSON
 }
 
+type ndjsonAgent struct {
+	Kind string `json:"kind"`
+	*agentJSON
+}
+
+type ndjsonFleet struct {
+	Kind string `json:"kind"`
+	*fleetJSON
+}
+
 type ndjsonSummary struct {
 	Kind          string `json:"kind"`
 	SchemaVersion int    `json:"schema_version"`
@@ -544,6 +554,16 @@ func writeAnalysisNDJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	}
 	for i := range doc.Brokers {
 		if err := enc.Encode(ndjsonBroker{"broker", &doc.Brokers[i]}); err != nil {
+			return err
+		}
+	}
+	for i := range doc.Agents {
+		if err := enc.Encode(ndjsonAgent{"agent", &doc.Agents[i]}); err != nil {
+			return err
+		}
+	}
+	if doc.Fleet != nil {
+		if err := enc.Encode(ndjsonFleet{"fleet", doc.Fleet}); err != nil {
 			return err
 		}
 	}

@@ -63,5 +63,12 @@ func TestLivePublish(t *testing.T) {
 		if !strings.Contains(out, `"host-1"`) {
 			t.Errorf("the fleet's report does not name the agent: %.3000s", out)
 		}
+		// The NDJSON form, every line valid.
+		nd, ferr, code := runKidscope(t, "fleet", "--brokers", target, "--from-beginning", "--until-end", "-o", "ndjson", "--fail-on", "never")
+		if code != 0 || !strings.Contains(nd, `{"kind":"agent","name":"host-1"`) || !strings.Contains(nd, `{"kind":"fleet"`) {
+			t.Errorf("fleet -o ndjson: exit %d, no agent or fleet line: %s %.3000s", code, ferr, nd)
+		}
+		doc, lineSchema := analysisSchemas(t)
+		validOutput(t, doc, lineSchema, "fleet -o ndjson", nd, true)
 	}
 }
