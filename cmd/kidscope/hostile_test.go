@@ -124,10 +124,13 @@ type hostileCase struct {
 // hostileLimit is the --memory-limit the second run of each case uses. The limit
 // bounds what Go's runtime holds (heap, stacks, its own structures); a
 // run's resident memory adds the binary's code and data, and the pages of
-// a mapped input being read: binarySlack is allowed for those.
+// a mapped input being read: binarySlack is allowed for those. The binary
+// is 33 MB with the Kafka client that --publish links in (26 MB without),
+// and the 100k-instance case, the nearest to the bound, measured 80-82 MB
+// with either, so 16 MiB left it within noise of the line.
 const (
 	hostileLimit = 64 << 20
-	binarySlack  = 16 << 20
+	binarySlack  = 20 << 20
 )
 
 func hostileCases() []hostileCase {
