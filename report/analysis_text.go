@@ -105,7 +105,7 @@ func apiText(f *rules.Finding) string {
 func FormatFindingText(files []string, f *rules.Finding, color bool) string {
 	var b strings.Builder
 	b.WriteString(f.Rule)
-	fmt.Fprintf(&b, " %s:%d", fileName(files, f.At.File), f.At.Frame)
+	fmt.Fprintf(&b, " %s:%d", shown(fileName(files, f.At.File)), f.At.Frame)
 	if len(f.Related) > 0 {
 		b.WriteString(" (related")
 		for i, r := range f.Related {
@@ -113,7 +113,7 @@ func FormatFindingText(files []string, f *rules.Finding, color bool) string {
 				b.WriteByte(',')
 			}
 			if r.Frame.File != f.At.File {
-				fmt.Fprintf(&b, " %s:%d", fileName(files, r.Frame.File), r.Frame.Frame)
+				fmt.Fprintf(&b, " %s:%d", shown(fileName(files, r.Frame.File)), r.Frame.Frame)
 			} else {
 				fmt.Fprintf(&b, " %d", r.Frame.Frame)
 			}
