@@ -48,7 +48,7 @@ type Batch struct {
 // that the caller can release what it holds by the clock.
 func Consume(ctx context.Context, opt ConsumerOptions, handle func(Batch) error) error {
 	kopts := append([]kgo.Opt{kgo.SeedBrokers(opt.Brokers...), kgo.ClientID("kidscope-fleet")}, opt.Client...)
-	var ends, marks map[int32]int64
+	var ends map[int32]int64
 	markOf := func(int32) int64 { return 0 }
 	if opt.UntilEnd {
 		admin, err := kgo.NewClient(kopts...)
@@ -85,7 +85,7 @@ func Consume(ctx context.Context, opt ConsumerOptions, handle func(Batch) error)
 		// across connections (a member that takes over from one that
 		// stopped knows what it knew), and are not reported again.
 		var mu sync.Mutex
-		marks = map[int32]int64{}
+		marks := map[int32]int64{}
 		kopts = append(kopts, kgo.ConsumeTopics(opt.Topic), kgo.ConsumerGroup(opt.Group), kgo.DisableAutoCommit(),
 			kgo.ConsumeResetOffset(reset),
 			kgo.AdjustFetchOffsetsFn(func(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {

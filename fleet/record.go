@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,16 +182,6 @@ func refOf(f kafka.FrameRef, files Files) Ref {
 
 func idText(u kafka.UUID) string { return u.String() }
 
-func parseID(s string) (kafka.UUID, error) {
-	var u kafka.UUID
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != len(u) {
-		return u, fmt.Errorf("instance ID %q: not a Kafka UUID", s)
-	}
-	copy(u[:], b)
-	return u, nil
-}
-
 func connOf(c kafka.Conn, files Files) WireConn {
 	return WireConn{ID: c.ID, Client: c.Client.String(), Broker: c.Broker.String(), MidStream: c.MidStream[kafka.ToBroker], First: refOf(c.First, files)}
 }
@@ -347,7 +336,7 @@ func (d *decoder) ref(r Ref) kafka.FrameRef {
 }
 
 func (d *decoder) id(s string) kafka.UUID {
-	u, err := parseID(s)
+	u, err := kafka.ParseUUID(s)
 	if err != nil {
 		d.fail(err)
 	}

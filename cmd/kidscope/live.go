@@ -347,9 +347,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	if in.output == "ndjson" {
 		_ = report.WriteRunLine(stdout, runInfo)
 	}
-	var runSink pipeline.Sink = sink
-	runSink = withPublisher(runSink, pub)
-	run, err := pipeline.Run(ctx, opt, runSink)
+	run, err := pipeline.Run(ctx, opt, withPublisher(sink, pub))
 	collectBeforeReport()
 	sum := &run.Summary
 	status.clear()
