@@ -41,26 +41,82 @@ func agentBlocks(a *Analysis, st *docStyle) []block {
 		blocks = append(blocks, block{kind: blockGrid, grid: g})
 	}
 	if c := a.Fleet; c != nil {
-		text := fmt.Sprintf("%s read from the topic", plural(c.Records, "record", "records"))
-		var skipped []string
-		if c.Unreadable > 0 {
-			skipped = append(skipped, fmt.Sprintf("%s not kidscope's", commas(c.Unreadable)))
-		}
-		if c.Future > 0 {
-			skipped = append(skipped, fmt.Sprintf("%s of a later schema", commas(c.Future)))
-		}
-		if len(skipped) > 0 {
-			text += "; skipped: " + strings.Join(skipped, ", ")
-		}
-		if c.Late > 0 {
-			text += fmt.Sprintf("; %s checked before older ones (the ordering buffer was full)", commas(c.Late))
-		}
-		if c.Duplicates > 0 {
-			text += fmt.Sprintf("; %s made again from records read twice, not repeated", plural(c.Duplicates, "finding", "findings"))
-		}
-		blocks = append(blocks, block{kind: blockPara, text: plain(text + ".")})
+		blocks = append(blocks, block{kind: blockPara, text: plain(fleetText(c))})
 	}
 	return blocks
+}
+
+// fleetText says what the fleet read and skipped of the topic's records,
+// in the AGENTS section's paragraph and the CSV's fleet row.
+func fleetText(c *result.FleetCounts) string {
+	text := fmt.Sprintf("%s read from the topic", plural(c.Records, "record", "records"))
+	var skipped []string
+	if c.Unreadable > 0 {
+		skipped = append(skipped, fmt.Sprintf("%s not kidscope's", commas(c.Unreadable)))
+	}
+	if c.Future > 0 {
+		skipped = append(skipped, fmt.Sprintf("%s of a later schema", commas(c.Future)))
+	}
+	if len(skipped) > 0 {
+		text += "; skipped: " + strings.Join(skipped, ", ")
+	}
+	if c.Late > 0 {
+		text += fmt.Sprintf("; %s checked before older ones (the ordering buffer was full)", commas(c.Late))
+	}
+	if c.Duplicates > 0 {
+		text += fmt.Sprintf("; %s made again from records read twice, not repeated", plural(c.Duplicates, "finding", "findings"))
+	}
+	return text + "."
+}
+
+// agentRows are the csv rows of the AGENTS section, after the findings' and
+// the unlisted ones, in the same columns, the way those rows are: one per
+// agent (its name in file, its newest record's time in time, every broker
+// it saw in broker, the rest in words in message), then one that says what
+// the fleet read and skipped (in message). Their frame, rule and count are
+// empty: they are no findings and count none. Without agents and fleet
+// counts (analyze) there are none.
+func agentRows(a *Analysis) [][]string {
+	if a.Agents == nil && a.Fleet == nil {
+		return nil
+	}
+	row := func(file, at, brokers, msg string) []string {
+		r := make([]string, len(findingColumns))
+		r[csvFile], r[csvTime], r[csvBroker], r[csvMessage] = shownCell(file), at, brokers, shownCell(msg)
+		return r
+	}
+	var rows [][]string
+	for i := range a.Agents {
+		ag := &a.Agents[i]
+		var about []string
+		if ag.Source != "" {
+			about = append(about, "source "+ag.Source)
+		}
+		if ag.Version != "" {
+			about = append(about, "kidscope "+ag.Version)
+		}
+		if ag.Runs > 1 {
+			about = append(about, fmt.Sprintf("%d runs", ag.Runs))
+		}
+		if ag.Stopped {
+			about = append(about, "stopped")
+		}
+		msg := "agent"
+		if len(about) > 0 {
+			msg += " (" + strings.Join(about, ", ") + ")"
+		}
+		msg += fmt.Sprintf(": %s read; it last said it had published %s and dropped %s",
+			plural(ag.Records, "record", "records"), commas(ag.Published), commas(ag.Dropped))
+		brokers := make([]string, len(ag.Brokers))
+		for j, b := range ag.Brokers {
+			brokers[j] = b.String()
+		}
+		rows = append(rows, row(ag.Name, optStr(timeText(ag.LastSeen)), strings.Join(brokers, " "), msg))
+	}
+	if c := a.Fleet; c != nil {
+		rows = append(rows, row("", "", "", "fleet: "+fleetText(c)))
+	}
+	return rows
 }
 
 func agentBrokers(ag *result.Agent) []string {

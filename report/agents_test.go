@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +50,69 @@ func TestAgentsSection(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "Agents") {
 		t.Error("an analysis without agents has an agents section")
+	}
+}
+
+// TestAgentsCSV: -o csv writes the agents after the findings, in the
+// findings' columns (name in file, last seen in time, brokers in broker,
+// the rest in words in message), one row each, then the fleet's row; the
+// names from the topic are escaped and cannot start a formula. Without
+// agents the CSV is what analyze writes, with no row of them.
+func TestAgentsCSV(t *testing.T) {
+	brokers := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:9092"), netip.MustParseAddrPort("[fd00::9]:9092")}
+	agents := []result.Agent{
+		{Name: "=cmd\x1b[2J", Source: "-eth0\u202e", Version: "v1", Runs: 2, Brokers: brokers, Records: 1234,
+			Published: 1300, Dropped: 66, LastSeen: time.Date(2026, 12, 2, 10, 0, 0, 5e6, time.UTC), Stopped: true},
+		{Name: "host-2", Records: 0},
+	}
+	fleet := &result.FleetCounts{Records: 1240, Unreadable: 3, Future: 1, Duplicates: 2}
+	plain := render(t, incidentAnalysis(), AnalysisOptions{Format: "csv"})
+	with := incidentAnalysis()
+	with.Agents, with.Fleet = agents, fleet
+	out := render(t, with, AnalysisOptions{Format: "csv"})
+	if !bytes.HasPrefix(out, plain) {
+		t.Fatalf("the agents changed the findings' rows:\n%s", out)
+	}
+	if bytes.Contains(out, []byte("\x1b")) || bytes.Contains(out, []byte("\u202e")) {
+		t.Error("an agent's string is written raw")
+	}
+	recs, err := csv.NewReader(bytes.NewReader(out[len(plain):])).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(r []string, name string) string { return r[slices.Index(findingColumns, name)] }
+	tests := []struct{ file, time, broker, message string }{
+		{`'=cmd\x1b[2J`, "2026-12-02T10:00:00.005Z", "10.0.0.1:9092 [fd00::9]:9092",
+			`agent (source -eth0\u202e, kidscope v1, 2 runs, stopped): 1,234 records read; it last said it had published 1,300 and dropped 66`},
+		{"host-2", "", "", "agent: 0 records read; it last said it had published 0 and dropped 0"},
+		{"", "", "", "fleet: 1,240 records read from the topic; skipped: 3 not kidscope's, 1 of a later schema; " +
+			"2 findings made again from records read twice, not repeated."},
+	}
+	if len(recs) != len(tests) {
+		t.Fatalf("%d agents' rows, want %d:\n%s", len(recs), len(tests), out[len(plain):])
+	}
+	for i, w := range tests {
+		r := recs[i]
+		if len(r) != len(findingColumns) {
+			t.Fatalf("row %d has %d columns, want %d", i, len(r), len(findingColumns))
+		}
+		got := struct{ file, time, broker, message string }{col(r, "file"), col(r, "time"), col(r, "broker"), col(r, "message")}
+		if got != w {
+			t.Errorf("row %d = %+v, want %+v", i, got, w)
+		}
+		for _, k := range []string{"rule", "severity", "frame", "count"} {
+			if col(r, k) != "" {
+				t.Errorf("row %d: %s = %q, want empty (no finding)", i, k, col(r, k))
+			}
+		}
+	}
+	// The header is the findings' alone, and an analysis without agents
+	// (analyze) has no agents' row: its csv is the golden one.
+	if first, _, _ := bytes.Cut(out, []byte("\n")); string(first) != strings.Join(findingColumns, ",") {
+		t.Errorf("header = %q", first)
+	}
+	golden(t, "analysis_incident.csv.golden", plain)
+	if empty := render(t, &Analysis{}, AnalysisOptions{Format: "csv"}); strings.Count(string(empty), "\n") != 1 {
+		t.Errorf("csv of nothing = %q", empty)
 	}
 }

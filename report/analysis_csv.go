@@ -23,6 +23,14 @@ var findingColumns = []string{
 	"broker_answer", "message", "after_gap", "also", "count",
 }
 
+// The findingColumns that rows other than a finding's fill.
+var (
+	csvFile    = slices.Index(findingColumns, "file")
+	csvTime    = slices.Index(findingColumns, "time")
+	csvBroker  = slices.Index(findingColumns, "broker")
+	csvMessage = slices.Index(findingColumns, "message")
+)
+
 func (j *findingJSON) csvFields() []string {
 	opt16 := func(p *int16) string {
 		if p == nil {
@@ -101,7 +109,8 @@ func unlistedRows(a *Analysis) [][]string {
 }
 
 // writeAnalysisCSV writes the findings, one row each, after a header line,
-// then the rows that count those the cap left out.
+// then the rows that count those the cap left out, then kidscope fleet's
+// agents (agentRows).
 func writeAnalysisCSV(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	c := csv.NewWriter(bw)
@@ -115,6 +124,9 @@ func writeAnalysisCSV(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 		}
 	}
 	if err := c.WriteAll(unlistedRows(a)); err != nil {
+		return err
+	}
+	if err := c.WriteAll(agentRows(a)); err != nil {
 		return err
 	}
 	c.Flush()
