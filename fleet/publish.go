@@ -30,24 +30,44 @@ type PublisherOptions struct {
 	// DeliveryTimeout is how long a record may wait for Kafka before it is
 	// dropped and counted (default 30 s).
 	DeliveryTimeout time.Duration
+	// Wait makes a full buffer wait for Kafka rather than drop: for a
+	// file, which can wait, unlike a capture. It waits only while Kafka
+	// takes records: once one is not delivered in DeliveryTimeout, the
+	// rest are dropped and counted as a capture's would be.
+	Wait bool
 	// Client are more options of the Kafka client (TLS, SASL).
 	Client []kgo.Opt
 }
 
 // Publisher sends an agent's observations and findings to a topic. It
-// never blocks its caller: when Kafka is slow or away, records past the
-// buffer are dropped and counted. Its methods are called from one
-// goroutine (the capture's), but for Counts.
+// never blocks its caller (but with Wait): when Kafka is slow or away,
+// records past the buffer are dropped and counted. Its methods are called
+// from one goroutine (the capture's), but for Counts; the JSON encoding and
+// the producer run on a goroutine of their own, so that publishing costs
+// the capture's goroutine little more than a copy of what it observed.
 type Publisher struct {
 	opt       PublisherOptions
 	cl        *kgo.Client
 	run       string
 	seq       uint64 // the caller's goroutine only
 	keys      map[int][]byte
+	queue     chan queued
+	encoded   chan struct{} // closed when the encoder has sent the queue's last
 	published atomic.Int64
 	dropped   atomic.Int64
 	delivered atomic.Int64
+	away      atomic.Bool // a record was not delivered: Wait no longer waits
 }
+
+// queued is a record on its way to the encoder.
+type queued struct {
+	key []byte
+	rec Record
+}
+
+// queueLen is how many records may wait to be encoded: a short hand-over,
+// the bound that matters is the producer's MaxBuffered.
+const queueLen = 1024
 
 // NewPublisher connects lazily: a broker that is down at the start is
 // tried again, and records are counted as dropped meanwhile.
@@ -72,7 +92,9 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	p := &Publisher{opt: opt, cl: cl, run: hex.EncodeToString(b[:]), keys: map[int][]byte{}}
+	p := &Publisher{opt: opt, cl: cl, run: hex.EncodeToString(b[:]), keys: map[int][]byte{},
+		queue: make(chan queued, queueLen), encoded: make(chan struct{})}
+	go p.encode()
 	p.Hello(false)
 	return p, nil
 }
@@ -128,25 +150,50 @@ func (p *Publisher) Hello(stopping bool) {
 func (p *Publisher) send(key []byte, r Record) {
 	p.seq++
 	r.Schema, r.Agent, r.Run, r.Seq = SchemaVersion, p.opt.Agent, p.run, p.seq
-	value, err := json.Marshal(&r)
-	if err != nil {
-		p.dropped.Add(1)
+	p.published.Add(1)
+	if p.opt.Wait && !p.away.Load() {
+		p.queue <- queued{key, r}
 		return
 	}
-	p.published.Add(1)
-	p.cl.TryProduce(context.Background(), &kgo.Record{Key: key, Value: value}, func(_ *kgo.Record, err error) {
+	select {
+	case p.queue <- queued{key, r}:
+	default: // the encoder is behind: the capture does not wait for it
+		p.dropped.Add(1)
+	}
+}
+
+// encode marshals what is queued and hands it to the producer, in order.
+func (p *Publisher) encode() {
+	defer close(p.encoded)
+	done := func(_ *kgo.Record, err error) {
 		if err != nil {
 			p.dropped.Add(1)
+			p.away.Store(true)
 		} else {
 			p.delivered.Add(1)
 		}
-	})
+	}
+	for q := range p.queue {
+		value, err := json.Marshal(&q.rec)
+		if err != nil {
+			p.dropped.Add(1)
+			continue
+		}
+		rec := &kgo.Record{Key: q.key, Value: value}
+		if p.opt.Wait && !p.away.Load() {
+			p.cl.Produce(context.Background(), rec, done) // waits while the buffer is full
+			continue
+		}
+		p.cl.TryProduce(context.Background(), rec, done)
+	}
 }
 
 // Close sends the last description and waits up to wait for what is
 // buffered; what is not delivered by then is dropped and counted.
 func (p *Publisher) Close(wait time.Duration) {
 	p.Hello(true)
+	close(p.queue)
+	<-p.encoded
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_ = p.cl.Flush(ctx)

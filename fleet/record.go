@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/kidscope/kidscope/decode"
@@ -252,7 +253,7 @@ func msgOf(ev *decode.Event, files Files) *WireMsg {
 			c := m.ErrorCode
 			w.ErrorCode = &c
 		}
-		w.Nested = m.Nested
+		w.Nested = slices.Clone(m.Nested) // the event's, which the pipeline reuses; encoded later
 	}
 	if m.HasBody {
 		b := &m.Body
@@ -269,9 +270,9 @@ func msgOf(ev *decode.Event, files Files) *WireMsg {
 func EncodeFinding(f *rules.Finding, conn kafka.Conn, files Files) *WireFinding {
 	return &WireFinding{Rule: f.Rule, At: refOf(f.At, files), Related: relatedOf(f.Related, files), Conn: connOf(conn, files),
 		APIKey: f.APIKey, APIVersion: f.APIVersion, HasAPI: f.HasAPI, CorrelationID: f.CorrelationID,
-		Expected: valueOf(f.Expected), Seen: valueOf(f.Seen), AnswerState: int(f.Answer.State), AnswerCodes: f.Answer.Codes,
+		Expected: valueOf(f.Expected), Seen: valueOf(f.Seen), AnswerState: int(f.Answer.State), AnswerCodes: slices.Clone(f.Answer.Codes),
 		StreamKind: int(f.Stream.Kind), StreamSide: int(f.Stream.Side), Resynced: f.Stream.Resynced, Skipped: f.Stream.Skipped,
-		AfterGap: f.AfterGap, Also: f.Also, Count: f.Count}
+		AfterGap: f.AfterGap, Also: slices.Clone(f.Also), Count: f.Count}
 }
 
 // ErrFutureSchema is the error of a record whose schema is newer than this

@@ -194,7 +194,7 @@ what a cap leaves out is counted in the report.`,
 				sink = view
 			}
 			names := displayNames(files)
-			pub, err := pf.start(strings.Join(names, ","), func(i int) string { return names[min(i, len(names)-1)] })
+			pub, err := pf.start(strings.Join(names, ","), func(i int) string { return names[min(i, len(names)-1)] }, true)
 			if err != nil {
 				return usageError(err)
 			}

@@ -254,3 +254,25 @@ func TestFleetMemberReplaced(t *testing.T) {
 		t.Errorf("the two members streamed\n  %s\nthe one-shot report has\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// TestAnalyzePublishWaits: analyze --publish reads a file, which can wait
+// for Kafka: with a buffer of one record it delivers every record, where a
+// capture (live) would drop what does not fit.
+func TestAnalyzePublishWaits(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kidscope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	file := filepath.Join("..", "..", "samples", "captures", "tel-push-after-terminating.pcapng")
+	_, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress",
+		"--publish", cluster.ListenAddrs()[0], "--publish-buffer", "1", file)
+	var published, delivered int
+	_, said, _ := strings.Cut(stderr, "kidscope: published ")
+	if _, err := fmt.Sscanf(said, "%d records to topic kidscope: %d delivered", &published, &delivered); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, stderr)
+	}
+	if published < 10 || delivered != published || strings.Contains(stderr, "dropped") {
+		t.Errorf("published %d, delivered %d: %s", published, delivered, stderr)
+	}
+}

@@ -265,7 +265,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 			}
 		}
 		return lf.iface
-	})
+	}, false)
 	if err != nil {
 		src.Close()
 		return usageError(err)

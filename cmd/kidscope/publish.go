@@ -144,12 +144,14 @@ func (p *publishFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&p.brokers, "publish", "", "also publish what the rules across connections read, and the findings, to Kafka at these brokers (host:port,…) for kidscope fleet")
 	fl.StringVar(&p.topic, "publish-topic", "kidscope", "the topic to publish to")
 	fl.StringVar(&p.agent, "agent", "", "this agent's name in what it publishes (default: the host name)")
-	fl.IntVar(&p.buffer, "publish-buffer", 10000, "records waiting for Kafka at most; past it they are dropped and counted, the capture never waits")
+	fl.IntVar(&p.buffer, "publish-buffer", 10000, "records waiting for Kafka at most; past it live drops and counts them (a capture never waits), analyze waits while Kafka takes records")
 	p.kafka.register(cmd, "publish-")
 }
 
 // start connects the publisher, or returns nil without --publish.
-func (p *publishFlags) start(source string, files fleet.Files) (*fleet.Publisher, error) {
+// A file's analysis (wait) waits for Kafka when the buffer is full; a
+// capture never does.
+func (p *publishFlags) start(source string, files fleet.Files, wait bool) (*fleet.Publisher, error) {
 	if p.brokers == "" {
 		return nil, nil
 	}
@@ -174,7 +176,7 @@ func (p *publishFlags) start(source string, files fleet.Files) (*fleet.Publisher
 		}
 	}
 	return fleet.NewPublisher(fleet.PublisherOptions{Brokers: brokers, Topic: p.topic, Agent: agent, Source: source,
-		Version: kidscopeVersion(), Files: files, MaxBuffered: p.buffer, Client: kopts})
+		Version: kidscopeVersion(), Files: files, MaxBuffered: p.buffer, Wait: wait, Client: kopts})
 }
 
 // publishTimeout is how long a stopping agent waits for Kafka to take
