@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -165,13 +166,46 @@ func (c publishCounts) String() string {
 	return fmt.Sprintf("%d published, %d delivered, %d dropped", c.published, c.delivered, c.dropped)
 }
 
+// scrapePublish reads the three counters from one scrape, so that they
+// are of one moment (near enough: live reads them one after another).
 func scrapePublish(t *testing.T, url string, stderr *lockedBuffer) publishCounts {
 	t.Helper()
-	return publishCounts{
-		published: int64(metricValue(t, url, "kidscope_publish_records_total", stderr)),
-		delivered: int64(metricValue(t, url, "kidscope_publish_delivered_total", stderr)),
-		dropped:   int64(metricValue(t, url, "kidscope_publish_dropped_total", stderr)),
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("%v; live's stderr %s", err, stderr.String())
 	}
+	defer resp.Body.Close()
+	var c publishCounts
+	seen := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		var dst *int64
+		switch name {
+		case "kidscope_publish_records_total":
+			dst = &c.published
+		case "kidscope_publish_delivered_total":
+			dst = &c.delivered
+		case "kidscope_publish_dropped_total":
+			dst = &c.dropped
+		}
+		if !ok || dst == nil {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("%s %q: %v", name, v, err)
+		}
+		*dst = int64(f)
+		seen++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read %s: %v", url, err)
+	}
+	if seen != 3 {
+		t.Fatalf("%s: %d of the three publish counters", url, seen)
+	}
+	return c
 }
 
 // waitCounts polls live's metrics until ok holds, failing after a
