@@ -83,6 +83,14 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 		kgo.DefaultProduceTopic(opt.Topic),
 		kgo.MaxBufferedRecords(opt.MaxBuffered),
 		kgo.RecordDeliveryTimeout(opt.DeliveryTimeout),
+		// Without it an idempotent producer never times out a record it
+		// wrote to a connection that then died (a broker stopped): it
+		// waits for the broker's answer however long the broker is away,
+		// so the records buffered at the stop stay buffered, the buffer
+		// stays full, and DeliveryTimeout is not kept. Time-bounded
+		// delivery matters more here than duplicate-avoidance: fleet
+		// takes a finding once.
+		kgo.AllowIdempotentProduceCancellation(),
 		kgo.ProducerLinger(20 * time.Millisecond),
 		kgo.ClientID("kidscope-agent"),
 	}, opt.Client...)
