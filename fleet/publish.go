@@ -67,7 +67,7 @@ type queued struct {
 
 // queueLen is how many records may wait to be encoded: a short hand-over,
 // the bound that matters is the producer's MaxBuffered.
-const queueLen = 1024
+const queueLen = 8192
 
 // NewPublisher connects lazily: a broker that is down at the start is
 // tried again, and records are counted as dropped meanwhile.

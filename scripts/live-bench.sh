@@ -36,32 +36,38 @@ for rate in "${RATES[@]}"; do
 done
 
 # PUBLISH=1: also live --publish to a kfake cluster (internal/kfakeserve) on
-# the same loopback traffic with every request breaking a rule
-# (loadloop -violate: each request is an observation and a finding), beside
-# live without --publish: the CPU publishing costs, and what was published,
-# delivered and dropped.
+# the same loopback traffic, beside live without --publish: the CPU
+# publishing costs, and what was published, delivered and dropped.
+# LOAD=violate (the default): every request breaks a rule (loadloop
+# -violate: each request is an observation and a finding);
+# LOAD=telemetry: every request is a PushTelemetry that breaks none (loadloop
+# -telemetry: each exchange is two observations, the request and its answer).
+# Observations/s are the records published less the findings (and the
+# agent's own few records) over the run.
 if [[ ${PUBLISH:-0} == 1 ]]; then
+	LOAD=${LOAD:-violate}
 	go build -o "$W/kfakeserve" ./internal/kfakeserve
 	"$W/kfakeserve" >"$W/kafka.addr" &
 	fpid=$!
 	until [[ -s $W/kafka.addr ]]; do sleep 0.1; done
 	kafka=$(cat "$W/kafka.addr")
-	printf '\n| rate asked (pkt/s) | live CPU | live --publish CPU | records published | delivered | dropped | records/s |\n|---:|---:|---:|---:|---:|---:|---:|\n'
+	printf '\nLOAD=%s\n\n| rate asked (pkt/s) | live CPU | live --publish CPU | records published | delivered | dropped | findings | observations/s |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n' "$LOAD"
 	for rate in "${RATES[@]}"; do
 		"$W/kidscope" live -i lo -p 29092 -o ndjson -q --no-status --duration $((secs + 3))s >/dev/null 2>"$W/k.err" &
 		kpid=$!
 		"$W/kidscope" live -i lo -p 29092 -o ndjson -q --no-status --duration $((secs + 3))s \
-			--publish "$kafka" --agent bench >/dev/null 2>"$W/p.err" &
+			--publish "$kafka" --agent bench >"$W/p.ndjson" 2>"$W/p.err" &
 		ppid=$!
 		sleep 1
-		"$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns "${CONNS:-20}" -violate >/dev/null
+		"$W/loadloop" -port 29092 -rate "$rate" -duration "$DURATION" -conns "${CONNS:-20}" "-$LOAD" >/dev/null
 		kcpu=$(cpu $kpid); pcpu=$(cpu $ppid)
 		wait $kpid || true
 		wait $ppid || true
 		read -r pub del drop < <(sed -n 's/.*published \([0-9]*\) records.*: \([0-9]*\) delivered\(, \([0-9]*\) dropped\)\?.*/\1 \2 \4/p' "$W/p.err")
-		printf '| %s | %.1f%% | %.1f%% | %s | %s | %s | %s |\n' "$rate" \
+		found=$(tail -1 "$W/p.ndjson" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["findings_by_severity"].values()))')
+		printf '| %s | %.1f%% | %.1f%% | %s | %s | %s | %s | %s |\n' "$rate" \
 			"$(echo "$kcpu * 100 / $hz / ($secs + 1)" | bc -l)" "$(echo "$pcpu * 100 / $hz / ($secs + 1)" | bc -l)" \
-			"$pub" "$del" "${drop:-0}" "$((pub / secs))"
+			"$pub" "$del" "${drop:-0}" "$found" "$(((pub - found) / secs))"
 	done
 	kill $fpid
 fi

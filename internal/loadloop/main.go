@@ -7,7 +7,10 @@
 //
 // It prints how many requests and responses it exchanged. Connections are
 // replaced now and then (-churn), so state that should expire does. With
-// -violate every request breaks a rule, for measuring what live keeps.
+// -violate every request breaks a rule, for measuring what live keeps; with
+// -telemetry every request is a KIP-714 PushTelemetry (after one
+// GetTelemetrySubscriptions per connection) that breaks none, yet is, with
+// its answer, what live --publish publishes: two observations an exchange.
 package main
 
 import (
@@ -36,7 +39,12 @@ func main() {
 	conns := flag.Int("conns", 20, "client connections at a time")
 	churn := flag.Duration("churn", 5*time.Second, "replace each connection after this long (0: never)")
 	violate := flag.Bool("violate", false, "every request carries a new header instance ID (each one after a connection's first breaks header-id-changed)")
+	telemetry := flag.Bool("telemetry", false, "every request is a PushTelemetry v0 for the connection's header instance ID (breaks no rule; two observations for live --publish)")
 	flag.Parse()
+	if *violate && *telemetry {
+		fmt.Fprintln(os.Stderr, "loadloop: -violate or -telemetry, not both")
+		os.Exit(2)
+	}
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadloop:", err)
@@ -55,7 +63,7 @@ func main() {
 		go func(i int) {
 			defer wg.Done()
 			for gen := 0; ctx.Err() == nil; gen++ {
-				client(ctx, *port, i, gen, perConn, *churn, *violate, &exchanges)
+				client(ctx, *port, i, gen, perConn, *churn, *violate, *telemetry, &exchanges)
 			}
 		}(i)
 	}
@@ -103,7 +111,7 @@ func serve(ln net.Listener) {
 }
 
 // client sends paced requests on one connection until churn or ctx ends.
-func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Duration, violate bool, n *atomic.Int64) {
+func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Duration, violate, telemetry bool, n *atomic.Int64) {
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		time.Sleep(100 * time.Millisecond)
@@ -115,13 +123,22 @@ func client(ctx context.Context, port, i, gen int, perSec float64, churn time.Du
 	meta := (&kmsg.MetadataRequest{Version: 12}).AppendTo(nil)
 	produce := (&kmsg.ProduceRequest{Version: 9, Acks: -1, TimeoutMillis: 1000, Topics: []kmsg.ProduceRequestTopic{{Topic: "t",
 		Partitions: []kmsg.ProduceRequestTopicPartition{{Records: make([]byte, 200)}}}}}).AppendTo(nil)
+	// Telemetry: the header ID is the telemetry ID too (R = H, answered
+	// NONE), and the pushes carry no metrics.
+	subscribe := (&kmsg.GetTelemetrySubscriptionsRequest{ClientInstanceID: id}).AppendTo(nil)
+	push := (&kmsg.PushTelemetryRequest{ClientInstanceID: id, SubscriptionID: 1}).AppendTo(nil)
 	r := bufio.NewReader(c)
 	interval := time.Duration(float64(time.Second) / perSec)
 	next := time.Now()
 	end := time.Now().Add(churn)
 	for corr := int32(0); ctx.Err() == nil && (churn == 0 || time.Now().Before(end)); corr++ {
 		key, ver, body := int16(3), int16(12), meta
-		if corr%4 != 0 {
+		switch {
+		case telemetry && corr == 0:
+			key, ver, body = 71, 0, subscribe
+		case telemetry:
+			key, ver, body = 72, 0, push
+		case corr%4 != 0:
 			key, ver, body = 0, 9, produce
 		}
 		if violate {
