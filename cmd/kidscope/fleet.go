@@ -47,7 +47,10 @@ it was terminated on another, one client instance from two addresses on two brok
 instance inventory. The agents' own findings of every other rule are taken as they made them.
 
 It is a consumer-group member (--group): run one, or several, and Kafka shares the topic's
-partitions among them (one client instance's records are on one partition). Findings are
+partitions among them (one client instance's records are on one partition). A member checks
+only the partitions it holds, so what links two instance IDs (instance-id-split: one client
+with two IDs; broker-id-reissued: one telemetry ID given to two clients) is found only when
+both are on one member: for those, run one member. Findings are
 printed as they are made (a line of text on stderr with a document format, NDJSON finding
 objects with -o ndjson, the default when standard output is not a terminal), and the fleet
 report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). --from-beginning
