@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"container/heap"
-	"maps"
 	"slices"
 	"time"
 
@@ -50,12 +49,8 @@ type Merger struct {
 	// is not taken.
 	replayed generations[frameKey]
 	emitted  generations[findingKey]
-	kept     []rules.Finding
+	kept     *rules.Tally // the findings the fleet reports
 	counts   result.FleetCounts
-	byRule   map[string]int64
-	bySev    [3]int64
-	byGroup  map[rules.FindingGroup]int64
-	dropped  int64
 	seq      uint64
 	next     int       // the last connection number given
 	newest   time.Time // the newest record's time
@@ -106,7 +101,7 @@ func NewMerger(opt Options) *Merger {
 	ro.Replay, ro.Observe = true, false
 	return &Merger{opt: opt, engine: rules.New(ro), fileIdx: map[fileKey]int{}, conns: map[connKey]fleetConn{},
 		agents: map[string]*agent{}, replayed: newGenerations[frameKey](100000), emitted: newGenerations[findingKey](100000),
-		byRule: map[string]int64{}, byGroup: map[rules.FindingGroup]int64{}}
+		kept: rules.NewTally(opt.Rules.MaxFindings)}
 }
 
 // Unreadable counts a record that could not be decoded; future says it
@@ -307,19 +302,8 @@ func (m *Merger) take(f rules.Finding) {
 		return
 	}
 	m.emitted.add(k)
-	m.bySev[f.Severity]++
-	m.byRule[f.Rule]++
-	g := rules.FindingGroup{Rule: f.Rule, ConnID: f.ConnID}
-	if len(m.kept) < m.opt.Rules.MaxFindings {
-		f.Related = slices.Clone(f.Related)
-		m.kept = append(m.kept, f)
-		m.byGroup[g]++
-	} else {
-		m.dropped++
-		if _, listed := m.byGroup[g]; listed {
-			m.byGroup[g]++
-		}
-	}
+	f.Related = slices.Clone(f.Related) // the engine's, valid until its next call
+	m.kept.Add(f)
 	if !m.again {
 		m.out = append(m.out, f)
 	}
@@ -348,17 +332,13 @@ func (m *Merger) Counts() result.FleetCounts { return m.counts }
 // across connections read). Call it after Flush.
 func (m *Merger) Result() rules.Result {
 	res := m.engine.Result()
-	res.Findings = slices.Clone(m.kept)
+	m.kept.Fill(&res)
 	slices.SortStableFunc(res.Findings, func(a, b rules.Finding) int {
 		if c := a.At.Time.Compare(b.At.Time); c != 0 {
 			return c
 		}
 		return a.At.Compare(b.At)
 	})
-	res.FindingsBySeverity = m.bySev
-	res.FindingsByRule = maps.Clone(m.byRule)
-	res.FindingCounts = maps.Clone(m.byGroup)
-	res.Dropped.Findings = m.dropped
 	return res
 }
 

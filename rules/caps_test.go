@@ -18,7 +18,7 @@ func retained(e *Engine) (findings, groups, rows, evidence, waiting int) {
 	for _, c := range e.conns {
 		waiting += len(c.undecided)
 	}
-	return len(e.findings), len(e.byGroup), len(e.closed), evidence, waiting
+	return len(e.tally.findings), len(e.tally.byGroup), len(e.closed), evidence, waiting
 }
 
 // TestViolationsStayBounded: a client whose every request violates a rule

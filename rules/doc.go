@@ -27,7 +27,13 @@
 // maps forget their oldest entries; a capture's long strings are kept cut):
 // memory does not grow with the capture. What a cap leaves out is counted
 // in Result (Dropped, FindingsByRule, FindingCounts, Broker.Enforced and
-// Ignored, Instance.ConnectionCount), so that the report's counts are true.
+// Ignored, Instance.ConnectionCount), so that the report's counts are true;
+// a Tally keeps and counts findings so, for the engine and for a caller
+// that gathers findings from several engines (kidscope fleet).
+//
+// Observations (Options.Observe) are the inputs of the rules across
+// connections, for an engine made with Options.Replay that checks those
+// rules over every host's.
 //
 // It is pure: decoded events in, findings out; no I/O, clocks, goroutines
 // or globals beyond immutable tables.

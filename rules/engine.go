@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"maps"
 	"slices"
 	"sort"
 
@@ -81,20 +80,14 @@ type Engine struct {
 	inv      *inventoryChecker
 	brokers  *brokerChecker
 	conns    map[int]*conn
-	findings []Finding
+	tally    *Tally
 	out      []Finding // findings completed by the current call
 	// next is the record of the request being seen: most requests get no
 	// candidate and are forgotten at once, so only those that do are
 	// copied to the heap.
-	next   request
-	closed []Connection
-	// What the caps left out, and every finding made: by severity, by
-	// rule, and by rule and connection for those with a kept finding (at
-	// most MaxFindings of them).
-	droppedConns, droppedFindings int64
-	bySeverity                    [3]int64
-	byRule                        map[string]int64
-	byGroup                       map[FindingGroup]int64
+	next         request
+	closed       []Connection
+	droppedConns int64 // the oldest rows of the connections table, past MaxConnections
 	// obs are the observations made since TakeObservations (Observe);
 	// given are the header rules of the request being replayed (Replay).
 	obs   []Observation
@@ -106,7 +99,7 @@ func New(opt Options) *Engine {
 	opt = opt.withDefaults()
 	e := &Engine{opt: opt, conns: map[int]*conn{}, tele: newTelemetryChecker(),
 		inv: newInventoryChecker(opt.MaxInstances), brokers: newBrokerChecker(opt.MaxBrokers, opt.MaxEvidence),
-		byRule: map[string]int64{}, byGroup: map[FindingGroup]int64{}}
+		tally: NewTally(opt.MaxFindings)}
 	// The order in which checkers see each event, and in which the
 	// findings they make at once are listed.
 	e.checkers = []checker{&headerChecker{choice: opt.Profile}, e.tele, newGroupChecker(), e.inv, e.brokers, streamChecker{}}
@@ -483,32 +476,19 @@ func (e *Engine) emit(c *conn, f Finding) {
 	r, _ := Lookup(f.Rule)
 	f.Severity = r.Severity
 	f.Conn, f.ConnID = c.info.Endpoints, c.info.ID
-	e.bySeverity[f.Severity]++
-	e.byRule[f.Rule]++
-	g := FindingGroup{f.Rule, f.ConnID}
-	if len(e.findings) < e.opt.MaxFindings {
-		e.findings = append(e.findings, f)
-		e.byGroup[g]++
-	} else {
-		e.droppedFindings++
-		if _, listed := e.byGroup[g]; listed {
-			e.byGroup[g]++
-		}
-	}
+	e.tally.Add(f)
 	e.out = append(e.out, f)
 }
 
 // Result returns everything found, once every connection is closed.
 func (e *Engine) Result() Result {
-	res := Result{Findings: append([]Finding(nil), e.findings...), Connections: append([]Connection(nil), e.closed...)}
+	res := Result{Connections: append([]Connection(nil), e.closed...)}
+	e.tally.Fill(&res)
 	slices.SortStableFunc(res.Findings, func(a, b Finding) int { return a.At.Compare(b.At) })
 	sort.Slice(res.Connections, func(i, j int) bool { return res.Connections[i].ID < res.Connections[j].ID })
 	res.Instances = e.inv.list(e.tele.telemetryIDOf)
-	res.Dropped = Dropped{Connections: e.droppedConns, Findings: e.droppedFindings, Instances: e.inv.dropped,
-		BrokerConnections: e.brokers.unlistedConn}
-	res.FindingsBySeverity = e.bySeverity
-	res.FindingsByRule = maps.Clone(e.byRule)
-	res.FindingCounts = maps.Clone(e.byGroup)
+	res.Dropped.Connections, res.Dropped.Instances = e.droppedConns, e.inv.dropped
+	res.Dropped.BrokerConnections = e.brokers.unlistedConn
 	res.Brokers = e.brokers.list()
 	res.Matrix = e.brokers.matrix()
 	return res
