@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
 	"github.com/kidscope/kidscope/report"
+	"github.com/kidscope/kidscope/rules"
 	"github.com/kidscope/kidscope/tlsdec"
 )
 
@@ -255,4 +257,29 @@ func sizeFlag(flag string, v *sizeValue, share int64) (int64, error) {
 		return 0, fmt.Errorf("%s %q: want more than 0 bytes", flag, v.text)
 	}
 	return v.n, nil
+}
+
+// findingLines writes each finding as it is made, as live and fleet do: a
+// "finding" object of the NDJSON stream on stdout with -o ndjson, else a
+// line of text on stderr (none with -q; info findings only with -v).
+type findingLines struct {
+	stdout               io.Writer
+	ndjson, quiet, color bool
+	verbose              bool
+	form                 report.UUIDForm
+}
+
+// write writes f, when it is shown, after calling before (nil: nothing).
+func (w *findingLines) write(files []string, f *rules.Finding, before func()) {
+	if !w.ndjson && (w.quiet || f.Severity <= rules.Info && !w.verbose) {
+		return
+	}
+	if before != nil {
+		before()
+	}
+	if w.ndjson {
+		_ = report.WriteFindingLine(w.stdout, files, f, w.form)
+		return
+	}
+	fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, w.color))
 }

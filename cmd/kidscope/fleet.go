@@ -134,7 +134,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			Help: "Records waiting, by capture time, for other agents' older ones."}, func() float64 { return float64(pending.Load()) }))
 	}
 	streamOut := ff.output == "ndjson"
-	textColor := colorWanted(cmd, os.Stderr)
+	lines := &findingLines{stdout: stdout, ndjson: streamOut, quiet: ff.quiet, verbose: rf.verbose, color: colorWanted(cmd, os.Stderr), form: form}
 	emit := func(fs []rules.Finding) {
 		files := m.Files()
 		for i := range fs {
@@ -145,13 +145,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			if metrics != nil {
 				metrics.finding(f)
 			}
-			switch {
-			case streamOut:
-				_ = report.WriteFindingLine(stdout, files, f, form)
-			case ff.quiet:
-			case f.Severity > rules.Info || rf.verbose:
-				fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
-			}
+			lines.write(files, f, nil)
 		}
 	}
 	said := map[bool]bool{}

@@ -246,7 +246,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	// document, which nothing else may precede on stdout (a json.load of
 	// it would fail): the findings go to stderr as text as they are made.
 	streamOut := in.output == "ndjson"
-	textColor := colorWanted(cmd, os.Stderr)
+	lines := &findingLines{stdout: stdout, ndjson: streamOut, quiet: lf.quiet, verbose: rf.verbose, color: colorWanted(cmd, os.Stderr), form: form}
 	var metrics *liveMetrics
 	if lf.metricsAddr != "" {
 		if metrics, err = startMetrics(lf.metricsAddr, lf.debugPprof); err != nil {
@@ -307,19 +307,11 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		if rec != nil {
 			files = rec.Files()
 		}
-		switch {
-		case streamOut:
+		lines.write(files, f, func() {
 			status.clear() // a terminal shows stdout and stderr on one screen
 			findings++
 			noteFrames(f)
-			_ = report.WriteFindingLine(stdout, files, f, form)
-		case lf.quiet:
-		case f.Severity > rules.Info || rf.verbose:
-			status.clear()
-			findings++
-			noteFrames(f)
-			fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, textColor))
-		}
+		})
 	}
 	opt.OnTick = func(p pipeline.Progress) {
 		if metrics != nil {
