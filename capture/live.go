@@ -342,12 +342,12 @@ func (l *Live) Stats() Stats {
 // recordStats are the counts the Recorder ends each file with: the
 // packets the kernel passed to the capture (read, and dropped for want of
 // room in the ring) and those it dropped, since the capture began.
-func (l *Live) recordStats() (received, dropped int64, ok bool) {
+func (l *Live) recordStats() (received, dropped int64) {
 	s := l.final
 	if !l.closed {
 		s = l.Stats()
 	}
-	return s.Packets + s.KernelDrops, s.KernelDrops, true
+	return s.Packets + s.KernelDrops, s.KernelDrops
 }
 
 // Close stops the capture and closes the recording.

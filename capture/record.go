@@ -50,7 +50,7 @@ type Recorder struct {
 	// began is when the recording started, last the latest time seen (a
 	// frame's timestamp or a Tick's), for the statistics block.
 	began, last time.Time
-	stats       func() (received, dropped int64, ok bool)
+	stats       func() (received, dropped int64)
 	// created are the files this Recorder made, by name, so that the ring
 	// removes only its own (never one that was put in its place).
 	created map[string]fs.FileInfo
@@ -147,8 +147,8 @@ func NewRecorder(path string, link layers.LinkType, snaplen int, opt RecordOptio
 
 // SetStats gives the Recorder the capture's counters: received and dropped
 // since the capture began, written in an interface statistics block at the
-// end of each file. ok false means none are known (the block is left out).
-func (r *Recorder) SetStats(stats func() (received, dropped int64, ok bool)) { r.stats = stats }
+// end of each file (without them the block is left out).
+func (r *Recorder) SetStats(stats func() (received, dropped int64)) { r.stats = stats }
 
 // name is the path of file i: with a ring of MaxFiles, i counts around it.
 func (r *Recorder) name(i int) string {
@@ -385,10 +385,7 @@ func (r *Recorder) Chown(uid, gid int) error {
 	if err := r.f.Chown(uid, gid); err != nil {
 		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
 	}
-	if fi, err := r.f.Stat(); err == nil && fi.Mode().IsRegular() {
-		r.created[r.names[len(r.names)-1]] = fi
-	}
-	return nil
+	return nil // the file is the one created: os.SameFile still knows it
 }
 
 // writeStats writes the interface statistics block that ends a file. The
@@ -399,10 +396,7 @@ func (r *Recorder) writeStats() error {
 	if r.stats == nil {
 		return nil
 	}
-	recv, drop, ok := r.stats()
-	if !ok {
-		return nil
-	}
+	recv, drop := r.stats()
 	// The end is the latest time seen, a frame's or a Tick's: the clock
 	// the Recorder is given, so that its files agree with their frames.
 	end := r.last

@@ -52,7 +52,7 @@ func TestRecorderRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var written int64
-	r.SetStats(func() (int64, int64, bool) { return written + 5, 5, true })
+	r.SetStats(func() (int64, int64) { return written + 5, 5 })
 	for i := 0; i < 8; i++ {
 		ci, data := recordFrame(t, strings.Repeat("r", 200))
 		ci.Timestamp = t0.Add(time.Duration(i) * time.Second)
