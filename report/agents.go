@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/kidscope/kidscope/result"
 )
@@ -107,11 +106,7 @@ func agentRows(a *Analysis) [][]string {
 		}
 		msg += fmt.Sprintf(": %s read; it last said it had published %s and dropped %s",
 			plural(ag.Records, "record", "records"), commas(ag.Published), commas(ag.Dropped))
-		brokers := make([]string, len(ag.Brokers))
-		for j, b := range ag.Brokers {
-			brokers[j] = b.String()
-		}
-		rows = append(rows, row(ag.Name, optStr(timeText(ag.LastSeen)), strings.Join(brokers, " "), msg))
+		rows = append(rows, row(ag.Name, optStr(timeText(ag.LastSeen)), strings.Join(brokerTexts(ag), " "), msg))
 	}
 	if c := a.Fleet; c != nil {
 		rows = append(rows, row("", "", "", "fleet: "+fleetText(c)))
@@ -119,14 +114,21 @@ func agentRows(a *Analysis) [][]string {
 	return rows
 }
 
-func agentBrokers(ag *result.Agent) []string {
-	var out []string
+// brokerTexts are the agent's broker endpoints as text, all of them.
+func brokerTexts(ag *result.Agent) []string {
+	out := make([]string, len(ag.Brokers))
 	for i, b := range ag.Brokers {
-		if i == agentBrokersShown {
-			out = append(out, fmt.Sprintf("+%d more", len(ag.Brokers)-i))
-			break
-		}
-		out = append(out, b.String())
+		out[i] = b.String()
+	}
+	return out
+}
+
+// agentBrokers are the broker lines of an agent's row in a table: the
+// first agentBrokersShown, and how many more.
+func agentBrokers(ag *result.Agent) []string {
+	out := brokerTexts(ag)
+	if len(out) > agentBrokersShown {
+		out = append(out[:agentBrokersShown], fmt.Sprintf("+%d more", len(ag.Brokers)-agentBrokersShown))
 	}
 	if len(out) == 0 {
 		out = []string{"-"}
@@ -161,16 +163,8 @@ func newAgentsJSON(a *Analysis) ([]agentJSON, *fleetJSON) {
 	}
 	out := []agentJSON{}
 	for _, ag := range a.Agents {
-		j := agentJSON{Name: ag.Name, Source: ag.Source, Version: ag.Version, Runs: ag.Runs, Brokers: []string{},
-			Records: ag.Records, Published: ag.Published, Dropped: ag.Dropped, Stopped: ag.Stopped}
-		for _, b := range ag.Brokers {
-			j.Brokers = append(j.Brokers, b.String())
-		}
-		if !ag.LastSeen.IsZero() {
-			t := ag.LastSeen.UTC().Format(time.RFC3339Nano)
-			j.LastSeen = &t
-		}
-		out = append(out, j)
+		out = append(out, agentJSON{Name: ag.Name, Source: ag.Source, Version: ag.Version, Runs: ag.Runs, Brokers: brokerTexts(&ag),
+			Records: ag.Records, Published: ag.Published, Dropped: ag.Dropped, LastSeen: timeText(ag.LastSeen), Stopped: ag.Stopped})
 	}
 	var f *fleetJSON
 	if c := a.Fleet; c != nil {
