@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,146 +17,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kidscope/kidscope/internal/stoppable"
 )
-
-// restartableListener is a broker's listener the test can stop and start
-// again on the same address: stopped, new dials are refused and every
-// connection it accepted is closed, as when a broker process dies; started,
-// it listens again and Accept resumes. While stopped Accept blocks (an
-// error would end kfake's accept loop for good); Close, kfake's, makes it
-// return an error.
-type restartableListener struct {
-	addr net.Addr
-
-	mu     sync.Mutex
-	wake   *sync.Cond
-	ln     net.Listener // nil while stopped
-	conns  map[*trackedConn]struct{}
-	closed bool
-}
-
-// trackedConn leaves its listener's set when closed.
-type trackedConn struct {
-	net.Conn
-	l    *restartableListener
-	once sync.Once
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		delete(c.l.conns, c)
-		c.l.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-func newRestartableListener(network, address string) (*restartableListener, error) {
-	ln, err := net.Listen(network, address)
-	if err != nil {
-		return nil, err
-	}
-	l := &restartableListener{addr: ln.Addr(), ln: ln, conns: map[*trackedConn]struct{}{}}
-	l.wake = sync.NewCond(&l.mu)
-	return l, nil
-}
-
-func (l *restartableListener) Accept() (net.Conn, error) {
-	for {
-		l.mu.Lock()
-		for l.ln == nil && !l.closed {
-			l.wake.Wait()
-		}
-		if l.closed {
-			l.mu.Unlock()
-			return nil, net.ErrClosed
-		}
-		ln := l.ln
-		l.mu.Unlock()
-
-		c, err := ln.Accept()
-		l.mu.Lock()
-		switch {
-		case l.closed:
-			l.mu.Unlock()
-			if c != nil {
-				c.Close()
-			}
-			return nil, net.ErrClosed
-		case l.ln != ln:
-			// Stopped while accepting: a stopped broker takes no one.
-			l.mu.Unlock()
-			if c != nil {
-				c.Close()
-			}
-			continue
-		case err != nil:
-			l.mu.Unlock()
-			return nil, err
-		}
-		tc := &trackedConn{Conn: c, l: l}
-		l.conns[tc] = struct{}{}
-		l.mu.Unlock()
-		return tc, nil
-	}
-}
-
-// Stop closes the real listener, so that dials are refused, and every
-// connection accepted.
-func (l *restartableListener) Stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ln != nil {
-		l.ln.Close()
-		l.ln = nil
-	}
-	for c := range l.conns {
-		c.Conn.Close()
-		delete(l.conns, c)
-	}
-}
-
-// Start listens again on the address of the first listen. The port was
-// ours a moment ago; another process may take it meanwhile, or the kernel
-// refuse it briefly: Listen is tried again for a while.
-func (l *restartableListener) Start() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return net.ErrClosed
-	}
-	if l.ln != nil {
-		return nil
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ln, err := net.Listen(l.addr.Network(), l.addr.String())
-		if err == nil {
-			l.ln = ln
-			l.wake.Broadcast()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("listen again on %s: %w", l.addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (l *restartableListener) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	l.wake.Broadcast()
-	if l.ln != nil {
-		err := l.ln.Close()
-		l.ln = nil
-		return err
-	}
-	return nil
-}
-
-func (l *restartableListener) Addr() net.Addr { return l.addr }
 
 // publishCounts are live's publishing metrics at one scrape.
 type publishCounts struct{ published, delivered, dropped int64 }
@@ -167,45 +29,17 @@ func (c publishCounts) String() string {
 }
 
 // scrapePublish reads the three counters from one scrape, so that they
-// are of one moment (near enough: live reads them one after another).
+// are of one moment.
 func scrapePublish(t *testing.T, url string, stderr *lockedBuffer) publishCounts {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("%v; live's stderr %s", err, stderr.String())
-	}
-	defer resp.Body.Close()
-	var c publishCounts
-	seen := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		var dst *int64
-		switch name {
-		case "kidscope_publish_records_total":
-			dst = &c.published
-		case "kidscope_publish_delivered_total":
-			dst = &c.delivered
-		case "kidscope_publish_dropped_total":
-			dst = &c.dropped
+	m := metricValues(t, url, stderr)
+	for _, name := range []string{"kidscope_publish_records_total", "kidscope_publish_delivered_total", "kidscope_publish_dropped_total"} {
+		if _, ok := m[name]; !ok {
+			t.Fatalf("%s: no %s", url, name)
 		}
-		if !ok || dst == nil {
-			continue
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			t.Fatalf("%s %q: %v", name, v, err)
-		}
-		*dst = int64(f)
-		seen++
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read %s: %v", url, err)
-	}
-	if seen != 3 {
-		t.Fatalf("%s: %d of the three publish counters", url, seen)
-	}
-	return c
+	return publishCounts{int64(m["kidscope_publish_records_total"]), int64(m["kidscope_publish_delivered_total"]),
+		int64(m["kidscope_publish_dropped_total"])}
 }
 
 // waitCounts polls live's metrics until ok holds, failing after a
@@ -261,20 +95,6 @@ func (n *ndjsonFindings) has(client, rule string) bool {
 	return false
 }
 
-// violator dials the fake broker, breaks the header rule on the
-// connection and closes it, returning its client address as findings name
-// it.
-func violator(t *testing.T, port int) string {
-	t.Helper()
-	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	violateOn(t, c)
-	return c.LocalAddr().String()
-}
-
 // waitFinding waits until live's stream has the header-id-changed finding
 // of client.
 func waitFinding(t *testing.T, found *ndjsonFindings, client string, stderr *lockedBuffer) {
@@ -300,14 +120,14 @@ func TestLivePublishBrokerRestart(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("live capture needs root (or CAP_NET_RAW); CI runs as root")
 	}
-	var rl *restartableListener
+	var rl *stoppable.Listener
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "kidscope"),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
 			if rl != nil {
 				return nil, errors.New("a second broker: the test has one listener")
 			}
 			var err error
-			rl, err = newRestartableListener(network, address)
+			rl, err = stoppable.Listen(network, address)
 			return rl, err
 		}))
 	if err != nil {
@@ -336,7 +156,7 @@ func TestLivePublishBrokerRestart(t *testing.T) {
 	// Phase 1: Kafka up; all that live publishes is delivered.
 	var before []string
 	for range 2 {
-		client := violator(t, fport)
+		client := violatingClient(t, fport)
 		before = append(before, client)
 		waitFinding(t, found, client, stderr)
 	}
@@ -352,7 +172,7 @@ func TestLivePublishBrokerRestart(t *testing.T) {
 	rl.Stop()
 	const away = 10
 	for range away {
-		client := violator(t, fport)
+		client := violatingClient(t, fport)
 		waitFinding(t, found, client, stderr)
 	}
 	down := scrapePublish(t, metrics, stderr)
@@ -375,7 +195,7 @@ func TestLivePublishBrokerRestart(t *testing.T) {
 	})
 	var after []string
 	for range 2 {
-		client := violator(t, fport)
+		client := violatingClient(t, fport)
 		after = append(after, client)
 		waitFinding(t, found, client, stderr)
 	}

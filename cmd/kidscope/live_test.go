@@ -148,8 +148,9 @@ func fakeBroker(t *testing.T) int {
 }
 
 // violatingClient sends, over a real socket, a seed-profile client whose
-// third request changes its header instance ID: header-id-changed.
-func violatingClient(t *testing.T, port int) {
+// third request changes its header instance ID: header-id-changed. It
+// returns the client's address, as findings name it.
+func violatingClient(t *testing.T, port int) string {
 	t.Helper()
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
@@ -157,6 +158,7 @@ func violatingClient(t *testing.T, port int) {
 	}
 	defer c.Close()
 	violateOn(t, c)
+	return c.LocalAddr().String()
 }
 
 // violateOn sends the crafted client's requests on c, reading each answer.

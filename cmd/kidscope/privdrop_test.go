@@ -163,25 +163,38 @@ func sink(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// metricValue scrapes one unlabelled metric.
+// metricValue scrapes one unlabelled metric (0 when it is not there).
 func metricValue(t *testing.T, url, name string, stderr *lockedBuffer) float64 {
+	t.Helper()
+	return metricValues(t, url, stderr)[name]
+}
+
+// metricValues scrapes every unlabelled metric at once: values of one
+// moment (near enough: live reads them one after another).
+func metricValues(t *testing.T, url string, stderr *lockedBuffer) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatalf("%v; live's stderr %s", err, stderr.String())
 	}
 	defer resp.Body.Close()
+	values := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s %q: %v", name, v, err)
-			}
-			return f
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
 		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			t.Fatalf("%s %q: %v", name, v, err)
+		}
+		values[name] = f
 	}
-	return 0
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read %s: %v", url, err)
+	}
+	return values
 }
 
 // sendUntil sends to port over new connections until live's metric name
