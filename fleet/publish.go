@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,10 @@ type Publisher struct {
 	dropped   atomic.Int64
 	delivered atomic.Int64
 	away      atomic.Bool // a record was not delivered: Wait no longer waits
+	// settle orders the producer's answers with Close, which counts what
+	// has none by then as dropped; an answer after that is not counted.
+	settle  sync.Mutex
+	settled bool
 }
 
 // queued is a record on its way to the encoder.
@@ -174,10 +179,14 @@ func (p *Publisher) send(key []byte, r Record) {
 func (p *Publisher) encode() {
 	defer close(p.encoded)
 	done := func(_ *kgo.Record, err error) {
-		if err != nil {
+		p.settle.Lock()
+		defer p.settle.Unlock()
+		switch {
+		case p.settled:
+		case err != nil:
 			p.dropped.Add(1)
 			p.away.Store(true)
-		} else {
+		default:
 			p.delivered.Add(1)
 		}
 	}
@@ -206,4 +215,10 @@ func (p *Publisher) Close(wait time.Duration) {
 	defer cancel()
 	_ = p.cl.Flush(ctx)
 	p.cl.Close() // fails what is left, through the callbacks
+	// Some of those callbacks may come after Close returns: what has no
+	// answer yet is counted as dropped now, so that the counts add up.
+	p.settle.Lock()
+	p.settled = true
+	p.dropped.Add(p.published.Load() - p.delivered.Load() - p.dropped.Load())
+	p.settle.Unlock()
 }

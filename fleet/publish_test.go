@@ -2,74 +2,25 @@ package fleet
 
 import (
 	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kidscope/kidscope/internal/stoppable"
 )
-
-// stoppableListener is a broker's listener the test can stop as a broker
-// dies: the real listener closed, so dials are refused, and every
-// connection it accepted closed. Stopped, Accept waits for Close (an error
-// would end kfake's accept loop early, which is harmless here, but a
-// stopped broker is not a closed cluster).
-type stoppableListener struct {
-	net.Listener
-	mu      sync.Mutex
-	conns   []net.Conn
-	stopped bool
-	closed  chan struct{}
-	once    sync.Once
-}
-
-func (l *stoppableListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	l.mu.Lock()
-	stopped := l.stopped
-	if err == nil && !stopped {
-		l.conns = append(l.conns, c)
-	}
-	l.mu.Unlock()
-	if stopped {
-		if c != nil {
-			c.Close()
-		}
-		<-l.closed
-		return nil, net.ErrClosed
-	}
-	return c, err
-}
-
-func (l *stoppableListener) Stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped = true
-	l.Listener.Close()
-	for _, c := range l.conns {
-		c.Close()
-	}
-}
-
-func (l *stoppableListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return l.Listener.Close()
-}
 
 // TestPublisherTimesOutWithBrokerGone: records waiting for a broker that
 // went away are dropped and counted after DeliveryTimeout, those that were
 // in a request on the connection that died too, so that the buffer empties
 // for later records however long the broker stays away.
 func TestPublisherTimesOutWithBrokerGone(t *testing.T) {
-	var sl *stoppableListener
+	var sl *stoppable.Listener
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "kidscope"),
 		kfake.ListenFn(func(network, address string) (net.Listener, error) {
-			ln, err := net.Listen(network, address)
-			if err != nil {
-				return nil, err
-			}
-			sl = &stoppableListener{Listener: ln, closed: make(chan struct{})}
-			return sl, nil
+			var err error
+			sl, err = stoppable.Listen(network, address)
+			return sl, err
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -112,5 +63,31 @@ func TestPublisherTimesOutWithBrokerGone(t *testing.T) {
 	published, delivered2, dropped := settled("broker gone, records past their delivery timeout")
 	if delivered2 != delivered || dropped != 5 {
 		t.Errorf("broker gone: %d published, %d delivered (%d before), %d dropped, want the 5 since dropped", published, delivered2, delivered, dropped)
+	}
+}
+
+// TestPublisherCountsAddUp: with Kafka away for the whole run, every
+// record published is counted dropped once Close returns, though the
+// producer may answer for some of them later.
+func TestPublisherCountsAddUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := ln.Addr().String()
+	ln.Close()
+	for range 3 {
+		p, err := NewPublisher(PublisherOptions{Brokers: []string{away}, Topic: "kidscope", Agent: "away"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			p.Hello(false)
+		}
+		p.Close(100 * time.Millisecond)
+		published, delivered, dropped := p.Counts()
+		if published != 12 || delivered != 0 || dropped != published {
+			t.Errorf("Kafka away: %d published, %d delivered, %d dropped", published, delivered, dropped)
+		}
 	}
 }
