@@ -74,10 +74,11 @@ type block struct {
 
 // docStyle is what differs between the terminal and the Markdown document.
 type docStyle struct {
-	md    bool
-	form  UUIDForm
-	files []string
-	multi bool // several inputs: frames are written INPUT:FRAME
+	md     bool
+	form   UUIDForm
+	abbrev abbreviations
+	files  []string
+	multi  bool // several inputs: frames are written INPUT:FRAME
 	// dateInClock: the times do not all fall on one day.
 	dateInClock bool
 }
@@ -100,12 +101,21 @@ func (st *docStyle) clock(t time.Time) string {
 	return t.UTC().Format("15:04:05.000")
 }
 
+// uuid is an ID as tables show it: the reserved ones by name, as the
+// findings' values name them; the others whole in Markdown, else cut to
+// the prefix unique within the report.
 func (st *docStyle) uuid(u kafka.UUID) string {
+	switch {
+	case u.IsZero():
+		return "ZERO"
+	case u.IsOne():
+		return "ONE"
+	}
 	s := st.form.format(u)
 	if st.md {
 		return s
 	}
-	return shortUUID(s)
+	return st.abbrev.short(s)
 }
 
 func (st *docStyle) clientID(s string) string {
@@ -162,6 +172,9 @@ func (st *docStyle) title(s string) string {
 
 func newDocStyle(a *Analysis, opt AnalysisOptions, md bool) *docStyle {
 	st := &docStyle{md: md, form: opt.UUID, files: a.Files, multi: len(a.Files) > 1}
+	if !md {
+		st.abbrev = newAbbreviations(a, opt.UUID)
+	}
 	first, last := spanOf(a)
 	if !first.IsZero() && !last.IsZero() {
 		y1, m1, d1 := first.UTC().Date()

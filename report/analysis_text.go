@@ -45,15 +45,6 @@ func shorten(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// shortUUID is a UUID's text shortened for tables: its first 8 characters
-// and "…".
-func shortUUID(s string) string {
-	if utf8.RuneCountInString(s) <= 9 {
-		return s
-	}
-	return string([]rune(s)[:8]) + "…"
-}
-
 // wrap breaks s into lines of at most width characters at spaces; a word
 // longer than width is cut.
 func wrap(s string, width int) []string {

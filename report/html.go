@@ -85,6 +85,10 @@ func (l line) Spans() []span    { return l }
 func (g *grid) Header() []string {
 	return g.header
 }
+
+// Rows are the grid's cells escaped for display; html/template escapes
+// them for HTML. The spreadsheet-formula guard of shownCell is CSV's: in a
+// page it would show every "-" as "'-".
 func (g *grid) Rows() [][][]string {
 	out := make([][][]string, len(g.rows))
 	for i, r := range g.rows {
@@ -92,7 +96,7 @@ func (g *grid) Rows() [][][]string {
 		for j, c := range r {
 			out[i][j] = make([]string, len(c))
 			for k, s := range c {
-				out[i][j][k] = shownCell(s)
+				out[i][j][k] = shown(s)
 			}
 		}
 	}

@@ -111,3 +111,41 @@ func TestHTMLEscapesCaptureText(t *testing.T) {
 		t.Error("the client ID is not in the page at all, escaped")
 	}
 }
+
+// The spreadsheet-formula guard belongs to CSV: an HTML cell that is a
+// dash, or a client ID that starts with one, is shown as it is.
+func TestHTMLCellsHaveNoFormulaGuard(t *testing.T) {
+	a := incidentAnalysis()
+	a.Result.Connections[0].ClientID = "-starts-with-a-dash"
+	var buf bytes.Buffer
+	if err := WriteAnalysis(&buf, a, AnalysisOptions{Format: "html"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "&#39;-") {
+		t.Error("an HTML cell carries the CSV formula guard: '-")
+	}
+	if !strings.Contains(out, "<td>-</td>") || !strings.Contains(out, "-starts-with-a-dash") {
+		t.Error("the empty cells or the client ID are not shown as they are")
+	}
+}
+
+// A request whose header carries an explicit ZERO ID is drawn ZERO, as the
+// tables name it, not as 22 A's.
+func TestLadderNamesZero(t *testing.T) {
+	a := incidentAnalysis()
+	ms := ladderPairs(0, []int64{5, 7}, instA, nil)
+	ms[2].InstanceID = kafka.UUID{}
+	a.Ladders = map[int]*Ladder{1: {ConnID: 1, Total: 4, Messages: ms}}
+	var buf bytes.Buffer
+	if err := WriteAnalysis(&buf, a, AnalysisOptions{Format: "html"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "AAAAAAAAAAAAAAAAAAAAAA") {
+		t.Error("the ladder draws ZERO as its base64 text")
+	}
+	if !strings.Contains(out, "id ZERO<") {
+		t.Error("the ladder does not name ZERO")
+	}
+}
