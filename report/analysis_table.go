@@ -651,6 +651,13 @@ func instanceBlocks(a *Analysis, st *docStyle) []block {
 	if len(ins) == 0 && dropped == 0 {
 		return append(blocks, block{kind: blockPara, text: plain("No client instance IDs in request headers.")})
 	}
+	listed := instancesToShow(&a.Result)
+	if len(listed) < len(ins) {
+		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+			"The %s that matter most are listed: those with findings first (worst first), then those with the most connections; %s more are kept (-o json lists every one).",
+			commas(int64(len(listed))), commas(int64(len(ins)-len(listed)))))})
+	}
+	ins = listed
 	g := &grid{header: []string{"INSTANCE", "CLIENT IDS", "ADDRESSES", "BROKERS", "CONNS", "SEEN"}}
 	if st.md {
 		g.header = []string{"Instance ID", "Client IDs", "Client addresses", "Brokers", "Connections", "First / last seen"}
