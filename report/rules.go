@@ -79,6 +79,11 @@ func WriteCatalog(w io.Writer, rs []rules.Rule) error {
 		if err := renderGrid(bw, t, false); err != nil {
 			return err
 		}
+		// The letters and names the summaries use (H, R, B, ZERO, ...)
+		// are defined under the table that uses them.
+		if terms := termsUsedBy(g); len(terms) > 0 {
+			writeTerms(bw, terms, true)
+		}
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw, "Profiles: KIP-1313 exists in two revisions, and a rule's profile is the one it")
@@ -93,6 +98,24 @@ func WriteCatalog(w io.Writer, rs []rules.Rule) error {
 	fmt.Fprintln(bw, "kidscope rules ID explains one rule: what fires, why it matters, how to fix it,")
 	fmt.Fprintln(bw, "what the profiles mean, and a sample capture that shows it.")
 	return bw.Flush()
+}
+
+// termsUsedBy are the glossary's words (not the profiles, which the
+// catalogue explains once at its end) that the summaries of rs use.
+func termsUsedBy(rs []rules.Rule) []rules.Term {
+	var out []rules.Term
+	for _, t := range rules.Glossary() {
+		if t.Profile || len(t.Words) == 0 {
+			continue
+		}
+		for _, r := range rs {
+			if usesAny(r.Summary, t.Words) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // groupRules cuts the catalogue, which is in section order, into runs of

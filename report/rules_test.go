@@ -201,3 +201,33 @@ func TestMdPara(t *testing.T) {
 		}
 	}
 }
+
+// Every letter or name a group's summaries use (H, R, B, ZERO, ...) is
+// defined under that group's table, not left for the reader to guess.
+func TestCatalogDefinesItsWords(t *testing.T) {
+	rs := rules.Catalog()
+	var buf bytes.Buffer
+	if err := WriteCatalog(&buf, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	groups := groupRules(rs)
+	for i, g := range groups {
+		start := strings.Index(out, groupTitle(g[0].Section))
+		end := strings.Index(out, "\nProfiles:")
+		if i+1 < len(groups) {
+			end = strings.Index(out, groupTitle(groups[i+1][0].Section))
+		}
+		section := out[start:end]
+		for _, term := range rules.Glossary() {
+			if term.Profile {
+				continue
+			}
+			for _, r := range g {
+				if usesAny(r.Summary, term.Words) && !strings.Contains(section, "  "+term.Name+" ") {
+					t.Errorf("%s uses %s, but its group does not define it", r.ID, term.Name)
+				}
+			}
+		}
+	}
+}
