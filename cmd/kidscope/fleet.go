@@ -39,7 +39,7 @@ func newFleetCmd() *cobra.Command {
 	var rf ruleFlags
 	cmd := &cobra.Command{
 		Use:   "fleet --brokers BROKERS --topic T",
-		Short: "Check the rules across connections over what live --publish agents on many broker hosts published to Kafka",
+		Short: "Check the cross-connection rules over what live --publish agents published",
 		Long: `fleet reads what kidscope agents (live --publish, analyze --publish) on many broker hosts
 published to a Kafka topic, puts every agent's records in time order and checks the rules
 that look across connections over the whole fleet: a telemetry ID pushed to one broker after

@@ -54,7 +54,7 @@ func newLiveCmd() *cobra.Command {
 	var pf publishFlags
 	cmd := &cobra.Command{
 		Use:   "live -i IFACE",
-		Short: "Capture live on an interface, print findings as they happen, and the report when it stops",
+		Short: "Capture live on an interface: findings as they happen, the report when it stops",
 		Long: `live captures on a network interface (AF_PACKET, pure Go; root or CAP_NET_RAW), decodes
 Kafka and prints each finding as it is made, and the full report of analyze when it stops
 (Ctrl-C or SIGTERM, --duration, --count). --write saves what it captured as pcapng for a
@@ -95,6 +95,9 @@ capture began.`,
 		},
 	}
 	in.register(cmd, "table, json, ndjson, csv, markdown (the default: table on a terminal, else ndjson)")
+	// The default depends on where standard output goes, as the text says:
+	// no "(default table)" after it.
+	cmd.Flags().Lookup("output").DefValue = ""
 	rf.register(cmd)
 	pf.register(cmd)
 	fl := cmd.Flags()

@@ -62,6 +62,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 	}
 	registerColor(root)
 	root.SetFlagErrorFunc(flagError)
+	root.SetUsageFunc(writeUsage)
 	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(), newSamplesCmd(), newVersionCmd())
 	completeFlags(root)
 	return root, writeProfiles
