@@ -80,9 +80,10 @@ var (
 	// sectionCite is a citation by section number: "docs/design/rules.md §5",
 	// "… §2–3", "… §4.1"; a comment's line break may fall before the §.
 	sectionCite = regexp.MustCompile(`\bdocs/design/([A-Za-z0-9_-]+)\.md(?:'s)?[\s/]*§\s*(\d+(?:\.\d+)*)(?:\s*[–-]\s*§?\s*(\d+(?:\.\d+)*))?`)
-	// titleCite is a citation by quoted section title:
-	// `docs/design/protocol.md, "Request header"`.
-	titleCite = regexp.MustCompile(`\bdocs/design/([A-Za-z0-9_-]+)\.md(?:'s)?[,:]?\s*\(?\s*"([^"]{1,100})"`)
+	// titleCite is a citation by quoted section title, after a comma, a
+	// space or a parenthesis: `docs/design/protocol.md, "Request header"`
+	// (not the file's name in a list of Go strings).
+	titleCite = regexp.MustCompile(`\bdocs/design/([A-Za-z0-9_-]+)\.md(?:'s)?(?:,\s*|\s+\(?|\s*\()"([A-Za-z][^"]{0,99})"`)
 	// joinLines joins a text's lines, and the lines of a Go comment, so that
 	// a citation broken across lines reads as one.
 	joinLines = regexp.MustCompile(`[ \t]*\r?\n[ \t]*(?://[ \t]?)?`)
@@ -245,6 +246,8 @@ func TestDesignCitationChecksCatch(t *testing.T) {
 		{"// see docs/design/rules.md §5", oldSpec, nil},
 		{"// the rules of docs/design/rules.md\n// §2–3 apply", sectionCite, []string{"rules", "2", "3"}},
 		{"(docs/design/protocol.md, \"Versions since the\n// schemas were taken\")", titleCite, []string{"protocol", "Versions since the schemas were taken"}},
+		{"(docs/design/protocol.md (\"Request header\")", titleCite, []string{"protocol", "Request header"}},
+		{`[]string{"docs/design/rules.md", "shared/"}`, titleCite, nil},
 	}
 	for _, c := range cases {
 		m := c.re.FindStringSubmatch(joinLines.ReplaceAllString(c.text, " "))
