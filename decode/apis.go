@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-//go:generate go run ../internal/genapis -messages ../../shared/kafka-protocol/messages -o apis_gen.go
+//go:generate bash ../scripts/gen-apis.sh
 
 // API describes one Kafka API key.
 type API struct {

@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestAPITableAgainstSchemas checks a sample of keys against Apache Kafka's
-// schemas (shared/kafka-protocol/messages) and PROTOCOL.md's later additions.
+// TestAPITableAgainstSchemas checks a sample of keys against the schemas of
+// kafka-clients 3.9.1 and 4.4.0 and the KIP-1313 overlay
+// (internal/genapis).
 func TestAPITableAgainstSchemas(t *testing.T) {
 	tests := []struct {
 		key                    int16
@@ -17,7 +18,7 @@ func TestAPITableAgainstSchemas(t *testing.T) {
 	}{
 		{0, "Produce", 0, 13, 9, -1},
 		{1, "Fetch", 0, 18, 12, -1},
-		{2, "ListOffsets", 0, 10, 6, -1},
+		{2, "ListOffsets", 0, 11, 6, -1},
 		{3, "Metadata", 0, 13, 9, -1},
 		{4, "LeaderAndIsr", 0, 7, 4, -1},
 		{7, "ControlledShutdown", 0, 3, 3, -1},
@@ -34,14 +35,16 @@ func TestAPITableAgainstSchemas(t *testing.T) {
 		{72, "PushTelemetry", 0, 1, 0, 1},
 		{74, "ListConfigResources", 0, 1, 0, -1},
 		{76, "ShareGroupHeartbeat", 0, 1, 0, -1},
-		{79, "ShareAcknowledge", 0, 1, 0, -1},
+		{79, "ShareAcknowledge", 0, 2, 0, -1},
 		{83, "InitializeShareGroupState", 0, 1, 0, 1},
-		{87, "ReadShareGroupStateSummary", 0, 1, 0, 1},
-		{88, "StreamsGroupHeartbeat", 0, 0, 0, -1},
-		{89, "StreamsGroupDescribe", 0, 0, 0, -1},
-		{90, "DescribeShareGroupOffsets", 0, 0, 0, -1},
+		{87, "ReadShareGroupStateSummary", 0, 2, 0, 2},
+		{88, "StreamsGroupHeartbeat", 0, 1, 0, -1},
+		{89, "StreamsGroupDescribe", 0, 1, 0, -1},
+		{90, "DescribeShareGroupOffsets", 0, 1, 0, -1},
 		{91, "AlterShareGroupOffsets", 0, 0, 0, -1},
 		{92, "DeleteShareGroupOffsets", 0, 0, 0, -1},
+		{93, "StreamsGroupTopologyDescriptionUpdate", 0, 0, 0, -1},
+		{94, "UnregisterController", 0, 0, 0, -1},
 	}
 	for _, tt := range tests {
 		a, ok := LookupAPI(tt.key)
@@ -57,7 +60,7 @@ func TestAPITableAgainstSchemas(t *testing.T) {
 }
 
 func TestEveryKeyPresent(t *testing.T) {
-	for key := int16(0); key <= 92; key++ {
+	for key := int16(0); key <= 94; key++ {
 		a, ok := LookupAPI(key)
 		if !ok {
 			t.Errorf("key %d missing", key)
@@ -73,7 +76,7 @@ func TestEveryKeyPresent(t *testing.T) {
 			t.Errorf("key %d: header v3 from v%d on a non-flexible version: %+v", key, a.HeaderV3From, a)
 		}
 	}
-	for _, key := range []int16{-1, 93, 1000, 32767, -32768} {
+	for _, key := range []int16{-1, 95, 1000, 32767, -32768} {
 		if a, ok := LookupAPI(key); ok {
 			t.Errorf("LookupAPI(%d) = %+v, want not found", key, a)
 		}
@@ -111,7 +114,8 @@ func TestHeaderVersions(t *testing.T) {
 		{72, 1, 3, 1}, // PushTelemetry v1: header v3
 		{83, 0, 2, 1}, // InitializeShareGroupState v0
 		{83, 1, 3, 1}, // InitializeShareGroupState v1: header v3
-		{87, 1, 3, 1}, // ReadShareGroupStateSummary v1: header v3
+		{87, 1, 2, 1}, // ReadShareGroupStateSummary v1 (KIP-1226, 4.4.0): header v2
+		{87, 2, 3, 1}, // ReadShareGroupStateSummary v2: header v3
 		{88, 0, 2, 1}, // StreamsGroupHeartbeat
 		{92, 0, 2, 1}, // DeleteShareGroupOffsets
 		{74, 1, 2, 1}, // ListConfigResources v1
@@ -158,7 +162,7 @@ func TestAPIName(t *testing.T) {
 		71: "GetTelemetrySubscriptions",
 		74: "ListConfigResources",
 		92: "DeleteShareGroupOffsets",
-		93: "Unknown(93)",
+		95: "Unknown(95)",
 		-1: "Unknown(-1)",
 	} {
 		if got := APIName(key); got != want {
@@ -172,7 +176,7 @@ func TestAPITableWithHeaderV3(t *testing.T) {
 	t2 := def.WithHeaderV3(9, 10) // OffsetFetch v10+
 	t3 := t2.WithHeaderV3(0, 14)  // Produce v14, newer than the table
 	t4 := t3.WithHeaderV3(71, 5)  // GetTelemetrySubscriptions: v1 stays mapped
-	t5 := t4.WithHeaderV3(93, 0)  // unknown key stays unknown
+	t5 := t4.WithHeaderV3(95, 0)  // unknown key stays unknown
 	t6 := t5.WithHeaderV3(47, -1) // negative: no change
 
 	// The receiver never changes.
@@ -203,8 +207,8 @@ func TestAPITableWithHeaderV3(t *testing.T) {
 	if a.HeaderV3From != 1 {
 		t.Errorf("OffsetDelete after negative override: %+v", a)
 	}
-	if _, ok := t6.Lookup(93); ok {
-		t.Error("key 93 became known")
+	if _, ok := t6.Lookup(95); ok {
+		t.Error("key 95 became known")
 	}
 
 	// A new version of a never-flexible key becomes flexible.
@@ -250,7 +254,7 @@ func TestParseHeaderV3(t *testing.T) {
 		{"9:-1", 0, 0, "not a number"},
 		{"9:32768", 0, 0, "not a number"},
 		{"9:1:2", 0, 0, "not a number"},
-		{"93:1", 0, 0, "unknown API key 93"},
+		{"95:1", 0, 0, "unknown API key 95"},
 		{"-1:1", 0, 0, "unknown API key -1"},
 		{"99999:1", 0, 0, "unknown API"},
 		{"NoSuchApi:1", 0, 0, `unknown API "NoSuchApi"`},

@@ -1,20 +1,26 @@
 // Command genapis writes decode/apis_gen.go: the table of Kafka API keys the
 // decoder uses to name requests and to pick their header versions.
 //
-// It reads every *Request.json in Apache Kafka's message schemas (JSON with
-// // line comments), takes apiKey, name, validVersions and flexibleVersions,
-// applies the overlay below (what changed after the schemas were taken), and
-// writes a gofmt'ed Go file. The output is committed, so building kidscope
-// never needs the schemas.
+// It reads the request schemas (common/message/*Request.json, JSON with //
+// line comments) inside released Apache Kafka client jars, oldest first,
+// takes apiKey, name, validVersions and flexibleVersions, and joins them: a
+// key's versions are every version some release knew, since captures of
+// older clusters still hold versions a newer release dropped ("none" in a
+// newer schema removes nothing), and its name is the newest release's. It
+// then applies the overlay below (what no released jar has yet) and writes
+// a gofmt'ed Go file. The output is committed, so building kidscope never
+// needs the jars.
 //
-// Usage, from the module root:
+// scripts/gen-apis.sh fetches the jars from Maven Central and runs it:
 //
-//	go run ./internal/genapis -messages ../shared/kafka-protocol/messages -o decode/apis_gen.go
+//	go run ./internal/genapis -schemas kafka-clients-3.9.1.jar -schemas kafka-clients-4.4.0.jar -o decode/apis_gen.go
 //
-// decode/apis.go carries the matching //go:generate line.
+// With -check instead of -o it compares with the file and fails if the
+// table would change (CI runs that).
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -23,6 +29,7 @@ import (
 	"go/format"
 	"io"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -62,54 +69,23 @@ type overlayEntry struct {
 	Note         string
 }
 
-// overlay returns what /work/shared/spec/PROTOCOL.md ("Versions since the
-// schemas were taken" and "Request header") says changed after the schemas
-// (apache/kafka trunk of 2024-10-25) were taken. Versions that Kafka 4.0
-// removed are not removed here: captures from older clusters still hold them,
-// so min versions stay as the schemas give them. Likewise the share-group RPCs
-// 76–79 keep v0, which 4.1 dropped.
+// overlay returns what no released client jar has yet: request header v3
+// (KIP-1313 as accepted, aimed at Kafka 4.5; docs/design/protocol.md,
+// "Request header"), the versions mapped to it so far. An entry that a
+// newer jar makes redundant is an error, so the overlay shrinks as Kafka
+// releases what it describes.
 func overlay() []overlayEntry {
 	return []overlayEntry{
-		// Added in Kafka 4.0–4.1 (PROTOCOL.md, "Versions since the schemas were taken").
-		{Key: 0, MaxVersion: 13, HeaderV3From: none, Note: "Produce v12–13"},
-		{Key: 1, MaxVersion: 18, HeaderV3From: none, Note: "Fetch v18"},
-		{Key: 2, MaxVersion: 10, HeaderV3From: none, Note: "ListOffsets v10"},
-		{Key: 3, MaxVersion: 13, HeaderV3From: none, Note: "Metadata v13"},
-		{Key: 8, MaxVersion: 10, HeaderV3From: none, Note: "OffsetCommit v10"},
-		{Key: 9, MaxVersion: 10, HeaderV3From: none, Note: "OffsetFetch v10"},
-		{Key: 15, MaxVersion: 6, HeaderV3From: none, Note: "DescribeGroups v6"},
-		{Key: 18, MaxVersion: 5, HeaderV3From: none, Note: "ApiVersions v5 (2026 trunk)"},
-		{Key: 22, MaxVersion: 6, HeaderV3From: none, Note: "InitProducerId v6"},
-		{Key: 28, MaxVersion: 5, HeaderV3From: none, Note: "TxnOffsetCommit v5"},
-		{Key: 45, MaxVersion: 1, HeaderV3From: none, Note: "AlterPartitionReassignments v1"},
-		{Key: 52, MaxVersion: 2, HeaderV3From: none, Note: "Vote v2"},
-		{Key: 57, MaxVersion: 2, HeaderV3From: none, Note: "UpdateFeatures v2"},
-		{Key: 60, MaxVersion: 2, HeaderV3From: none, Note: "DescribeCluster v2"},
-		{Key: 66, MaxVersion: 2, HeaderV3From: none, Note: "ListTransactions v2"},
-		{Key: 68, MaxVersion: 1, HeaderV3From: none, Note: "ConsumerGroupHeartbeat v1"},
-		{Key: 69, MaxVersion: 1, HeaderV3From: none, Note: "ConsumerGroupDescribe v1"},
-		{Key: 74, Name: "ListConfigResources", MaxVersion: 1, HeaderV3From: none, Note: "renamed from ListClientMetricsResources; v1"},
-		{Key: 76, MaxVersion: 1, HeaderV3From: none, Note: "ShareGroupHeartbeat v1"},
-		{Key: 77, MaxVersion: 1, HeaderV3From: none, Note: "ShareGroupDescribe v1"},
-		{Key: 78, MaxVersion: 1, HeaderV3From: none, Note: "ShareFetch v1"},
-		{Key: 79, MaxVersion: 1, HeaderV3From: none, Note: "ShareAcknowledge v1"},
-		{Key: 88, Name: "StreamsGroupHeartbeat", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
-		{Key: 89, Name: "StreamsGroupDescribe", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
-		{Key: 90, Name: "DescribeShareGroupOffsets", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
-		{Key: 91, Name: "AlterShareGroupOffsets", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
-		{Key: 92, Name: "DeleteShareGroupOffsets", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
-
-		// Request header v3 (KIP-1313 as accepted, Kafka 4.5 trunk; PROTOCOL.md,
-		// "Request header"): the versions mapped to it so far. Each is a version
-		// newer than the schemas.
 		{Key: 47, MaxVersion: 1, HeaderV3From: 1, Note: "OffsetDelete v1, header v3"},
 		{Key: 71, MaxVersion: 1, HeaderV3From: 1, Note: "GetTelemetrySubscriptions v1, header v3"},
 		{Key: 72, MaxVersion: 1, HeaderV3From: 1, Note: "PushTelemetry v1, header v3 (announced)"},
 		{Key: 83, MaxVersion: 1, HeaderV3From: 1, Note: "InitializeShareGroupState v1, header v3"},
 		{Key: 84, MaxVersion: 1, HeaderV3From: 1, Note: "ReadShareGroupState v1, header v3"},
-		{Key: 85, MaxVersion: 1, HeaderV3From: 1, Note: "WriteShareGroupState v1, header v3"},
+		// Kafka 4.4.0 released v1 of keys 85 and 87 (KIP-1226) on header
+		// v2, so KIP-1313's version of each is the next one.
+		{Key: 85, MaxVersion: 2, HeaderV3From: 2, Note: "WriteShareGroupState v2, header v3"},
 		{Key: 86, MaxVersion: 1, HeaderV3From: 1, Note: "DeleteShareGroupState v1, header v3"},
-		{Key: 87, MaxVersion: 1, HeaderV3From: 1, Note: "ReadShareGroupStateSummary v1, header v3"},
+		{Key: 87, MaxVersion: 2, HeaderV3From: 2, Note: "ReadShareGroupStateSummary v2, header v3"},
 	}
 }
 
@@ -123,31 +99,57 @@ func main() {
 func run(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("genapis", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	messages := fs.String("messages", "", "directory of Kafka message schemas (*Request.json)")
+	var sources []string
+	fs.Func("schemas", "a client jar (or a directory) of Kafka request schemas, oldest release first; repeatable", func(s string) error {
+		sources = append(sources, s)
+		return nil
+	})
 	out := fs.String("o", "", "output Go file")
+	check := fs.String("check", "", "compare with this Go file instead of writing one; fail if it differs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *messages == "" || *out == "" || fs.NArg() != 0 {
+	if len(sources) == 0 || (*out == "") == (*check == "") || fs.NArg() != 0 {
 		fs.Usage()
-		return errors.New("need -messages DIR and -o FILE")
+		return errors.New("need -schemas JAR (repeatable) and one of -o FILE or -check FILE")
 	}
-	apis, warnings, err := readSchemas(*messages)
+	var releases []release
+	for _, src := range sources {
+		r, err := readRelease(src)
+		if err != nil {
+			return err
+		}
+		for _, w := range r.warnings {
+			fmt.Fprintf(stderr, "genapis: warning: %s: %s\n", filepath.Base(src), w)
+		}
+		releases = append(releases, r)
+	}
+	table, err := applyOverlay(join(releases), overlay())
 	if err != nil {
 		return err
 	}
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "genapis: warning:", w)
-	}
-	table, err := applyOverlay(apis, overlay())
+	src, err := render(table, releaseNames(releases))
 	if err != nil {
 		return err
 	}
-	src, err := render(table)
-	if err != nil {
-		return err
+	if *check != "" {
+		committed, err := os.ReadFile(*check)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(committed, src) {
+			return fmt.Errorf("%s is not what these schemas give: run scripts/gen-apis.sh and commit the result\n%s", *check, firstDiff(src, committed))
+		}
+		return nil
 	}
 	return os.WriteFile(*out, src, 0o644)
+}
+
+// release is the request schemas of one Kafka release.
+type release struct {
+	name     string // the jar's or directory's base name
+	apis     map[int16]*api
+	warnings []string
 }
 
 // schema is the part of a message schema the table needs.
@@ -162,39 +164,122 @@ type schema struct {
 	HeaderVersions json.RawMessage `json:"headerVersions"`
 }
 
-// readSchemas reads every *Request.json in dir, keyed by API key.
-func readSchemas(dir string) (map[int16]*api, []string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*Request.json"))
+// readRelease reads every *Request.json of a jar (or zip) or a directory,
+// keyed by API key. A schema whose validVersions is "none" (a key the
+// release removed) is left out.
+func readRelease(path string) (release, error) {
+	r := release{name: filepath.Base(path), apis: map[int16]*api{}}
+	files, err := requestSchemas(path)
 	if err != nil {
-		return nil, nil, err
+		return r, err
 	}
 	if len(files) == 0 {
-		return nil, nil, fmt.Errorf("no *Request.json in %s", dir)
+		return r, fmt.Errorf("no *Request.json in %s", path)
 	}
-	sort.Strings(files)
-	apis := make(map[int16]*api)
-	var warnings []string
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a, warn, err := parseSchema(files[n])
 		if err != nil {
-			return nil, nil, err
-		}
-		a, warn, err := parseSchema(raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
+			return r, fmt.Errorf("%s: %s: %w", r.name, n, err)
 		}
 		if warn != "" {
-			warnings = append(warnings, filepath.Base(f)+": "+warn)
+			r.warnings = append(r.warnings, n+": "+warn)
 		}
-		if prev, ok := apis[a.Key]; ok {
-			return nil, nil, fmt.Errorf("%s: api key %d already defined by %sRequest", filepath.Base(f), a.Key, prev.Name)
+		if a == nil {
+			continue
 		}
-		apis[a.Key] = a
+		if prev, ok := r.apis[a.Key]; ok {
+			return r, fmt.Errorf("%s: %s: api key %d already defined by %sRequest", r.name, n, a.Key, prev.Name)
+		}
+		r.apis[a.Key] = a
 	}
-	return apis, warnings, nil
+	return r, nil
 }
 
-// parseSchema parses one request schema.
+// requestSchemas returns the bytes of the *Request.json files of a
+// directory or of a jar (any directory inside it), by base name.
+func requestSchemas(path string) (map[string][]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	if st.IsDir() {
+		files, err := filepath.Glob(filepath.Join(path, "*Request.json"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			out[filepath.Base(f)] = b
+		}
+		return out, nil
+	}
+	z, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer z.Close()
+	for _, f := range z.File {
+		base := pathpkg.Base(f.Name)
+		if !strings.HasSuffix(base, "Request.json") || !strings.HasPrefix(f.Name, "common/message/") {
+			continue
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, f.Name, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, f.Name, err)
+		}
+		out[base] = b
+	}
+	return out, nil
+}
+
+// join makes one table of the releases, oldest first: a key's versions
+// span every version any release knew, its name and flexible versions are
+// the newest release's that has it.
+func join(releases []release) map[int16]*api {
+	out := map[int16]*api{}
+	for _, r := range releases {
+		for k, a := range r.apis {
+			prev, ok := out[k]
+			c := *a
+			if ok {
+				c.MinVersion = min(prev.MinVersion, a.MinVersion)
+				c.MaxVersion = max(prev.MaxVersion, a.MaxVersion)
+				if a.FlexibleFrom == none {
+					// A release that knew fewer versions had none
+					// flexible; an older one's flexible versions stay.
+					c.FlexibleFrom = prev.FlexibleFrom
+				}
+			}
+			out[k] = &c
+		}
+	}
+	return out
+}
+
+func releaseNames(rs []release) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.name)
+	}
+	return out
+}
+
+// parseSchema parses one request schema; nil when its validVersions is
+// "none" (the release removed the key).
 func parseSchema(raw []byte) (*api, string, error) {
 	var s schema
 	if err := json.Unmarshal(stripComments(raw), &s); err != nil {
@@ -215,7 +300,7 @@ func parseSchema(raw []byte) (*api, string, error) {
 		return nil, "", fmt.Errorf("validVersions: %w", err)
 	}
 	if lo == none {
-		return nil, "", errors.New(`validVersions is "none"`)
+		return nil, "", nil
 	}
 	flex, err := parseFlexible(s.FlexibleVersions)
 	if err != nil {
@@ -352,9 +437,10 @@ func applyOverlay(apis map[int16]*api, entries []overlayEntry) ([]api, error) {
 				}
 				a.MaxVersion = e.MaxVersion
 			}
-			if len(changed) > 0 {
-				a.Notes = append(a.Notes, changed...)
+			if len(changed) == 0 && e.HeaderV3From == none {
+				return nil, fmt.Errorf("overlay %q for key %d changes nothing: the schemas have it; remove the entry", e.Note, e.Key)
 			}
+			a.Notes = append(a.Notes, changed...)
 		}
 		if e.HeaderV3From != none {
 			if e.HeaderV3From < a.MinVersion || e.HeaderV3From > a.MaxVersion {
@@ -378,12 +464,13 @@ func applyOverlay(apis map[int16]*api, entries []overlayEntry) ([]api, error) {
 }
 
 // render writes the Go source of the table.
-func render(rows []api) ([]byte, error) {
+func render(rows []api, sources []string) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(`// Code generated by internal/genapis from Apache Kafka's message schemas
-// (shared/kafka-protocol/messages) and the overlay in internal/genapis/main.go. DO NOT EDIT.
+	fmt.Fprintf(&b, `// Code generated by internal/genapis from the request schemas of %s
+// and the overlay in internal/genapis/main.go. DO NOT EDIT.
 
-package decode
+package decode`, strings.Join(sources, ", "))
+	b.WriteString(`
 
 // apiTable is indexed by API key; a zero entry (empty Name) is a key no
 // schema defines. FlexibleFrom and HeaderV3From are -1 for "never".
@@ -403,4 +490,22 @@ var apiTable = [...]API{
 		return nil, fmt.Errorf("formatting generated code: %w", err)
 	}
 	return src, nil
+}
+
+// firstDiff describes the first line where got and want differ.
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl || i >= len(g) || i >= len(w) {
+			return fmt.Sprintf("line %d:\n regenerated: %q\n committed:   %q", i+1, gl, wl)
+		}
+	}
+	return "no line differs"
 }

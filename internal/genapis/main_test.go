@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"fmt"
 	"io"
@@ -10,84 +11,146 @@ import (
 	"testing"
 )
 
-// schemasDir is shared/kafka-protocol/messages, a sibling of the module root.
-const schemasDir = "../../../shared/kafka-protocol/messages"
+// release builds a release from literal schemas, by file name.
+func testRelease(t *testing.T, name string, files map[string]string) release {
+	t.Helper()
+	r, err := readRelease(writeFiles(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.name = name
+	return r
+}
 
-// TestRegenerateMatchesCommitted regenerates the table into a temp file and
-// compares it with the committed decode/apis_gen.go.
-func TestRegenerateMatchesCommitted(t *testing.T) {
-	if _, err := os.Stat(schemasDir); err != nil {
-		t.Skipf("Kafka message schemas not found at %s (shared/ is not beside the module): %v", schemasDir, err)
+func schemaJSON(key int, name, valid, flexible string) string {
+	return fmt.Sprintf(`{"apiKey": %d, "type": "request", "name": "%sRequest", "validVersions": %q, "flexibleVersions": %q}`,
+		key, name, valid, flexible)
+}
+
+// A key's versions span every release; a newer release's "none" (a key it
+// removed) and its raised minimum remove nothing; the name is the newest.
+func TestJoinReleases(t *testing.T) {
+	older := testRelease(t, "old.jar", map[string]string{
+		"ProduceRequest.json":                    schemaJSON(0, "Produce", "0-11", "9+"),
+		"ControlledShutdownRequest.json":         schemaJSON(7, "ControlledShutdown", "0-3", "3+"),
+		"ListClientMetricsResourcesRequest.json": schemaJSON(74, "ListClientMetricsResources", "0", "0+"),
+	})
+	newer := testRelease(t, "new.jar", map[string]string{
+		"ProduceRequest.json":               schemaJSON(0, "Produce", "3-13", "9+"),
+		"ControlledShutdownRequest.json":    schemaJSON(7, "ControlledShutdown", "none", "none"),
+		"ListConfigResourcesRequest.json":   schemaJSON(74, "ListConfigResources", "0-1", "0+"),
+		"StreamsGroupHeartbeatRequest.json": schemaJSON(88, "StreamsGroupHeartbeat", "0-1", "0+"),
+	})
+	got := join([]release{older, newer})
+	want := map[int16]api{
+		0:  {Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: 13, FlexibleFrom: 9, HeaderV3From: none},
+		7:  {Key: 7, Name: "ControlledShutdown", MinVersion: 0, MaxVersion: 3, FlexibleFrom: 3, HeaderV3From: none},
+		74: {Key: 74, Name: "ListConfigResources", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: none},
+		88: {Key: 88, Name: "StreamsGroupHeartbeat", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: none},
 	}
-	out := filepath.Join(t.TempDir(), "apis_gen.go")
-	var stderr bytes.Buffer
-	if err := run([]string{"-messages", schemasDir, "-o", out}, &stderr); err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
+	if len(got) != len(want) {
+		t.Fatalf("join = %d keys, want %d", len(got), len(want))
 	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
+	for k, w := range want {
+		if g := got[k]; g == nil || g.Name != w.Name || g.MinVersion != w.MinVersion || g.MaxVersion != w.MaxVersion ||
+			g.FlexibleFrom != w.FlexibleFrom || g.HeaderV3From != w.HeaderV3From {
+			t.Errorf("key %d = %+v, want %+v", k, g, w)
+		}
 	}
-	want, err := os.ReadFile("../../decode/apis_gen.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("decode/apis_gen.go is stale: run `go generate ./decode` and commit the result\n%s", firstDiff(got, want))
-	}
-	if stderr.Len() != 0 {
-		t.Errorf("unexpected warnings: %s", stderr.String())
+	if older.apis[0].MaxVersion != 11 || older.apis[0].MinVersion != 0 || newer.apis[0].MinVersion != 3 {
+		t.Error("join modified its input")
 	}
 }
 
-// TestSchemasTable checks rows of the generated table against the schemas
-// and the overlay.
-func TestSchemasTable(t *testing.T) {
-	if _, err := os.Stat(schemasDir); err != nil {
-		t.Skipf("Kafka message schemas not found at %s: %v", schemasDir, err)
-	}
-	apis, warnings, err := readSchemas(schemasDir)
+// A jar is read like a directory: the *Request.json under common/message/.
+func TestReadReleaseJar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kafka-clients-x.jar")
+	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings) != 0 {
-		t.Errorf("warnings: %v", warnings)
+	zw := zip.NewWriter(f)
+	for name, body := range map[string]string{
+		"common/message/FetchRequest.json":  schemaJSON(1, "Fetch", "4-18", "12+"),
+		"common/message/FetchResponse.json": `{"apiKey": 1, "type": "response", "name": "FetchResponse"}`,
+		"org/apache/kafka/Other.class":      "binary",
+		"elsewhere/MetadataRequest.json":    schemaJSON(3, "Metadata", "0-13", "9+"),
+	} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
 	}
-	rows, err := applyOverlay(apis, overlay())
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := readRelease(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 93 {
-		t.Fatalf("%d rows, want keys 0-92", len(rows))
+	if len(r.apis) != 1 || r.apis[1] == nil || r.apis[1].MinVersion != 4 || r.apis[1].MaxVersion != 18 || r.name != "kafka-clients-x.jar" {
+		t.Errorf("release = %+v", r)
 	}
-	for i, r := range rows {
-		if int(r.Key) != i {
-			t.Fatalf("row %d has key %d", i, r.Key)
+}
+
+// -check passes on the file -o wrote and fails, naming the first line,
+// on a file that differs.
+func TestRunCheck(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"OffsetDeleteRequest.json":               schemaJSON(47, "OffsetDelete", "0", "none"),
+		"GetTelemetrySubscriptionsRequest.json":  schemaJSON(71, "GetTelemetrySubscriptions", "0", "0+"),
+		"PushTelemetryRequest.json":              schemaJSON(72, "PushTelemetry", "0", "0+"),
+		"InitializeShareGroupStateRequest.json":  schemaJSON(83, "InitializeShareGroupState", "0", "0+"),
+		"ReadShareGroupStateRequest.json":        schemaJSON(84, "ReadShareGroupState", "0", "0+"),
+		"WriteShareGroupStateRequest.json":       schemaJSON(85, "WriteShareGroupState", "0-1", "0+"),
+		"DeleteShareGroupStateRequest.json":      schemaJSON(86, "DeleteShareGroupState", "0", "0+"),
+		"ReadShareGroupStateSummaryRequest.json": schemaJSON(87, "ReadShareGroupStateSummary", "0-1", "0+"),
+	})
+	out := filepath.Join(t.TempDir(), "apis_gen.go")
+	var stderr bytes.Buffer
+	if err := run([]string{"-schemas", dir, "-o", out}, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if err := run([]string{"-schemas", dir, "-check", out}, &stderr); err != nil {
+		t.Errorf("-check of what -o wrote: %v", err)
+	}
+	b, _ := os.ReadFile(out)
+	stale := filepath.Join(t.TempDir(), "stale.go")
+	if err := os.WriteFile(stale, bytes.Replace(b, []byte("MaxVersion: 2"), []byte("MaxVersion: 1"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := run([]string{"-schemas", dir, "-check", stale}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "line ") {
+		t.Errorf("-check of a stale file: %v", err)
+	}
+}
+
+// The committed table: every key the overlay maps to header v3, and the
+// versions the releases it names added, are there.
+func TestCommittedTable(t *testing.T) {
+	src, err := os.ReadFile("../../decode/apis_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range overlay() {
+		want := fmt.Sprintf("{Key: %d, ", e.Key)
+		row := ""
+		for _, l := range strings.Split(string(src), "\n") {
+			if strings.Contains(l, want) {
+				row = l
+			}
 		}
-		// Min versions come from the schemas: the versions Kafka 4.0
-		// removed stay decodable.
-		if s, ok := apis[r.Key]; ok && r.MinVersion != s.MinVersion {
-			t.Errorf("key %d: min %d, schemas say %d", r.Key, r.MinVersion, s.MinVersion)
+		if !strings.Contains(row, fmt.Sprintf("MaxVersion: %d, ", e.MaxVersion)) || !strings.Contains(row, fmt.Sprintf("HeaderV3From: %d}", e.HeaderV3From)) {
+			t.Errorf("overlay %q is not in decode/apis_gen.go: %q", e.Note, row)
 		}
 	}
-	// The overlay does not modify what readSchemas returned.
-	if apis[0].MaxVersion != 11 || apis[74].Name != "ListClientMetricsResources" {
-		t.Errorf("schemas changed by the overlay: %+v %+v", apis[0], apis[74])
+	if !strings.Contains(string(src), "kafka-clients-4.4.0.jar") {
+		t.Error("decode/apis_gen.go is not generated from kafka-clients 4.4.0")
 	}
-	check := func(key int16, name string, lo, hi, flex, v3 int16) {
-		t.Helper()
-		r := rows[key]
-		if r.Name != name || r.MinVersion != lo || r.MaxVersion != hi || r.FlexibleFrom != flex || r.HeaderV3From != v3 {
-			t.Errorf("key %d = %+v, want %s %d-%d flex %d v3 %d", key, r, name, lo, hi, flex, v3)
-		}
-	}
-	check(0, "Produce", 0, 13, 9, none)
-	check(1, "Fetch", 0, 18, 12, none)
-	check(17, "SaslHandshake", 0, 1, none, none)
-	check(18, "ApiVersions", 0, 5, 3, none)
-	check(47, "OffsetDelete", 0, 1, 1, 1)
-	check(74, "ListConfigResources", 0, 1, 0, none)
-	check(88, "StreamsGroupHeartbeat", 0, 0, 0, none)
 }
 
 func TestStripComments(t *testing.T) {
@@ -159,11 +222,9 @@ func TestApplyOverlay(t *testing.T) {
 	}
 	rows, err := applyOverlay(base, []overlayEntry{
 		{Key: 0, MaxVersion: 13, HeaderV3From: none},
-		{Key: 2, MaxVersion: 9, HeaderV3From: none},                // lower than the schemas: no change
 		{Key: 3, Name: "New", MaxVersion: 1, HeaderV3From: none},   // rename
 		{Key: 4, Name: "Added", MaxVersion: 0, HeaderV3From: none}, // absent: added
 		{Key: 5, MaxVersion: 1, HeaderV3From: 1},                   // never flexible: v1 added flexible, header v3
-		{Key: 6, Name: "Newer", MaxVersion: 1, HeaderV3From: none}, // already newer than the overlay
 		{Key: 7, Name: "Added7", MinVersion: 1, MaxVersion: 2, HeaderV3From: 2},
 	})
 	if err != nil {
@@ -198,6 +259,8 @@ func TestApplyOverlay(t *testing.T) {
 		"header v3 not flexible":  {Key: 5, MaxVersion: 0, HeaderV3From: 0},
 		"empty version range":     {Key: 0, MinVersion: 2, MaxVersion: 1, HeaderV3From: none},
 		"header v3 below min":     {Key: 7, Name: "X", MinVersion: 1, MaxVersion: 1, HeaderV3From: 0},
+		"lower than the schemas":  {Key: 2, MaxVersion: 9, HeaderV3From: none},
+		"already in the schemas":  {Key: 6, Name: "Newer", MaxVersion: 1, HeaderV3From: none},
 	} {
 		if _, err := applyOverlay(base, []overlayEntry{e}); err == nil {
 			t.Errorf("%s: no error", name)
@@ -227,10 +290,11 @@ func TestReadSchemas(t *testing.T) {
   "headerVersions": {"2": 3} }`,
 		"FooResponse.json": `{ "apiKey": 3, "type": "response", "name": "FooResponse" }`,
 	})
-	apis, warnings, err := readSchemas(dir)
+	r, err := readRelease(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	apis, warnings := r.apis, r.warnings
 	if len(apis) != 2 {
 		t.Fatalf("apis = %+v", apis)
 	}
@@ -249,16 +313,16 @@ func TestReadSchemas(t *testing.T) {
 			"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "0", "flexibleVersions": "none"}`,
 			"BRequest.json": `{"apiKey": 1, "type": "request", "name": "BRequest", "validVersions": "0", "flexibleVersions": "none"}`,
 		},
-		"no files":      {"README.md": "x"},
-		"bad json":      {"ARequest.json": `{"apiKey": 1,,}`},
-		"not a request": {"ARequest.json": `{"apiKey": 1, "type": "response", "name": "ARequest", "validVersions": "0", "flexibleVersions": "none"}`},
-		"missing key":   {"ARequest.json": `{"type": "request", "name": "ARequest", "validVersions": "0", "flexibleVersions": "none"}`},
-		"bad name":      {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "Request", "validVersions": "0", "flexibleVersions": "none"}`},
-		"bad versions":  {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "0+", "flexibleVersions": "none"}`},
-		"none versions": {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "none", "flexibleVersions": "none"}`},
-		"bad flexible":  {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "0", "flexibleVersions": "1"}`},
+		"no files":          {"README.md": "x"},
+		"bad json":          {"ARequest.json": `{"apiKey": 1,,}`},
+		"not a request":     {"ARequest.json": `{"apiKey": 1, "type": "response", "name": "ARequest", "validVersions": "0", "flexibleVersions": "none"}`},
+		"missing key":       {"ARequest.json": `{"type": "request", "name": "ARequest", "validVersions": "0", "flexibleVersions": "none"}`},
+		"bad name":          {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "Request", "validVersions": "0", "flexibleVersions": "none"}`},
+		"bad versions":      {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "0+", "flexibleVersions": "none"}`},
+		"only removed keys": {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "none", "flexibleVersions": "none"}`},
+		"bad flexible":      {"ARequest.json": `{"apiKey": 1, "type": "request", "name": "ARequest", "validVersions": "0", "flexibleVersions": "1"}`},
 	} {
-		if _, _, err := readSchemas(writeFiles(t, files)); err == nil {
+		if r, err := readRelease(writeFiles(t, files)); err == nil && len(r.apis) > 0 {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -267,16 +331,17 @@ func TestReadSchemas(t *testing.T) {
 func TestRunFlags(t *testing.T) {
 	for _, args := range [][]string{
 		nil,
-		{"-messages", "x"},
+		{"-schemas", "x"},
 		{"-o", "x"},
-		{"-messages", "x", "-o", "y", "extra"},
+		{"-schemas", "x", "-o", "y", "-check", "z"},
+		{"-schemas", "x", "-o", "y", "extra"},
 		{"-nosuchflag"},
 	} {
 		if err := run(args, io.Discard); err == nil {
 			t.Errorf("run(%q): no error", args)
 		}
 	}
-	if err := run([]string{"-messages", t.TempDir(), "-o", filepath.Join(t.TempDir(), "x.go")}, io.Discard); err == nil {
+	if err := run([]string{"-schemas", t.TempDir(), "-o", filepath.Join(t.TempDir(), "x.go")}, io.Discard); err == nil {
 		t.Error("run with an empty schema dir: no error")
 	}
 }
@@ -286,11 +351,11 @@ func TestRenderIsGofmtAndDeterministic(t *testing.T) {
 		{Key: 0, Name: "Produce", MinVersion: 0, MaxVersion: 13, FlexibleFrom: 9, HeaderV3From: none, Notes: []string{"max 11→13"}},
 		{Key: 2, Name: "Skip", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, HeaderV3From: none},
 	}
-	a, err := render(rows)
+	a, err := render(rows, []string{"a.jar"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := render(rows)
+	b, _ := render(rows, []string{"a.jar"})
 	if !bytes.Equal(a, b) {
 		t.Error("render is not deterministic")
 	}
@@ -305,22 +370,4 @@ func TestRenderIsGofmtAndDeterministic(t *testing.T) {
 			t.Errorf("render output lacks %q:\n%s", want, a)
 		}
 	}
-}
-
-// firstDiff describes the first line where got and want differ.
-func firstDiff(got, want []byte) string {
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl || i >= len(g) || i >= len(w) {
-			return fmt.Sprintf("line %d:\n regenerated: %q\n committed:   %q", i+1, gl, wl)
-		}
-	}
-	return "no line differs"
 }
