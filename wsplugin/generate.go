@@ -102,7 +102,7 @@ local APIS = {
 		}
 		fmt.Fprintf(b, "\t[%d] = {%s, %d, %d, %q, %q, %d},\n", k, luaString(a.Name), a.MinVersion, a.MaxVersion, req.String(), resp.String(), later)
 	}
-	b.WriteString("}\n\n")
+	fmt.Fprintf(b, "}\nlocal SASL_HANDSHAKE = %d\n\n", decode.KeySaslHandshake)
 }
 
 func writeValues(b *bufio.Writer) {

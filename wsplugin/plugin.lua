@@ -11,10 +11,13 @@ local f_comment = Field.new("frame.comment")
 -- kept by frame and message so that a second pass finds it again.
 local pending = {}
 local matched = {}
+local sasl, tokens
 
 function proto.init()
 	pending = {}
 	matched = {}
+	sasl = {}
+	tokens = {}
 end
 
 local B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
@@ -281,15 +284,96 @@ local function api_label(key, version)
 	return name, name .. " v" .. version
 end
 
-local function request(tree, rg, stream, pinfo)
+-- plausible_client_id mirrors the decoder's test of a header read while
+-- SASL tokens may follow: UTF-8 without control characters.
+local function plausible_client_id(cid)
+	if not cid then
+		return true
+	end
+	local s = cid:bytes():raw()
+	local i, n = 1, #s
+	while i <= n do
+		local b = s:byte(i)
+		local extra
+		if b < 0x20 or b == 0x7f then
+			return false
+		elseif b < 0x80 then
+			extra = 0
+		elseif b >= 0xc2 and b <= 0xdf then
+			extra = 1
+		elseif b >= 0xe0 and b <= 0xef then
+			extra = 2
+		elseif b >= 0xf0 and b <= 0xf4 then
+			extra = 3
+		else
+			return false
+		end
+		for k = 1, extra do
+			local c = s:byte(i + k)
+			if c == nil or c < 0x80 or c > 0xbf then
+				return false
+			end
+		end
+		i = i + extra + 1
+	end
+	return true
+end
+
+-- read_request_header reads a request header as the decoder does; h.err
+-- says why it could not.
+local function read_request_header(rg)
 	local rd = reader(rg)
 	rd.off = 4
 	local head = take(rd, 8)
 	if head == nil then
+		return nil
+	end
+	local h = {rd = rd, head = head, key = head:range(0, 2):int(), version = head:range(2, 2):int(), corr = head:range(4, 4):int()}
+	h.hv, _, h.known = header_versions(h.key, h.version)
+	if h.hv == 0 then
+		return h
+	end
+	h.cid = read_string(rd, false)
+	if h.cid == nil then
+		h.err = "the client ID runs past the message"
+		return h
+	end
+	if h.hv >= 2 then
+		h.count, h.tag0 = tags(rd)
+		if h.count == nil then
+			h.err = "the header's tagged fields run past the message"
+		end
+	end
+	return h
+end
+
+-- SASL tokens: after a successful SaslHandshake v0 a connection sends raw
+-- tokens in size-prefixed frames, which Wireshark takes for Kafka
+-- messages. As in the decoder, they last until a request reads as a real
+-- one again; the plugin names them and shows none of their bytes.
+sasl, tokens = {}, {}
+
+local function token(tree, rg)
+	tree:add(proto, rg, "kidscope: SASL token (its bytes are not shown)")
+end
+
+local function request(tree, rg, stream, pinfo, slot)
+	local h = read_request_header(rg)
+	if h == nil then
 		return
 	end
-	local key, version, corr = head:range(0, 2):int(), head:range(2, 2):int(), head:range(4, 4):int()
-	local hv, _, known = header_versions(key, version)
+	if not pinfo.visited and sasl[stream] then
+		if h.err or not h.known or not plausible_client_id(h.cid) then
+			tokens[slot] = true
+		else
+			sasl[stream] = nil
+		end
+	end
+	if tokens[slot] then
+		token(tree, rg)
+		return
+	end
+	local rd, head, key, version, hv = h.rd, h.head, h.key, h.version, h.hv
 	local name, label = api_label(key, version)
 	local t = tree:add(proto, rg, "kidscope: " .. label .. " request")
 	t:add(pf["api_key"], head:range(0, 2))
@@ -303,37 +387,26 @@ local function request(tree, rg, stream, pinfo)
 			list = {}
 			pending[stream] = list
 		end
-		list[#list + 1] = {corr, key, version, pinfo.number}
+		list[#list + 1] = {h.corr, key, version, pinfo.number}
 	end
-	if hv == 0 then
-		return
+	if h.cid then
+		add_string(t, "client_id", h.cid)
 	end
-	local cid = read_string(rd, false)
-	if cid == nil then
-		t:add_proto_expert_info(ex["malformed"], "the client ID runs past the message")
-		return
+	if h.count then
+		t:add(pf["tagged_fields"], h.count)
 	end
-	if cid then
-		add_string(t, "client_id", cid)
+	if h.tag0 then
+		add_uuid(t, "instance", h.tag0)
+		t:append_text(", instance ID " .. kafka_uuid(h.tag0))
 	end
-	if hv >= 2 then
-		local count, tag0 = tags(rd)
-		if count == nil then
-			t:add_proto_expert_info(ex["malformed"], "the header's tagged fields run past the message")
-			return
-		end
-		t:add(pf["tagged_fields"], count)
-		if tag0 then
-			add_uuid(t, "instance", tag0)
-			t:append_text(", instance ID " .. kafka_uuid(tag0))
-		end
-	end
-	if known then
+	if h.err then
+		t:add_proto_expert_info(ex["malformed"], h.err)
+	elseif h.known and hv > 0 then
 		body(t, rd, key, version, false, hv >= 2)
 	end
 end
 
-local function response(tree, rg, stream, pinfo, index)
+local function response(tree, rg, stream, pinfo, slot)
 	local rd = reader(rg)
 	rd.off = 4
 	local c = take(rd, 4)
@@ -341,7 +414,6 @@ local function response(tree, rg, stream, pinfo, index)
 		return
 	end
 	local corr = c:int()
-	local slot = pinfo.number .. "/" .. index
 	local req = matched[slot]
 	if req == nil and not pinfo.visited then
 		req = false
@@ -360,6 +432,13 @@ local function response(tree, rg, stream, pinfo, index)
 			end
 		end
 		matched[slot] = req
+		if not req and sasl[stream] then
+			tokens[slot] = true
+		end
+	end
+	if tokens[slot] then
+		token(tree, rg)
+		return
 	end
 	if not req then
 		local t = tree:add(proto, rg, "kidscope: response to no request seen")
@@ -367,7 +446,7 @@ local function response(tree, rg, stream, pinfo, index)
 		return
 	end
 	local key, version = req[2], req[3]
-	local _, rhv, known = header_versions(key, version)
+	local hv, rhv, known = header_versions(key, version)
 	local name, label = api_label(key, version)
 	local t = tree:add(proto, rg, "kidscope: " .. label .. " response")
 	t:add(pf["api_key"], key):set_generated()
@@ -380,10 +459,17 @@ local function response(tree, rg, stream, pinfo, index)
 		t:add_proto_expert_info(ex["malformed"], "the header's tagged fields run past the message")
 		return
 	end
-	if known then
-		local hv = header_versions(key, version)
-		body(t, rd, key, version, true, hv >= 2)
+	if not known then
+		return
 	end
+	if key == SASL_HANDSHAKE and version == 0 and not pinfo.visited then
+		local code = take(rd, 2)
+		if code and code:int() == 0 then
+			sasl[stream] = true
+		end
+		return
+	end
+	body(t, rd, key, version, true, hv >= 2)
 end
 
 -- findings turns the packet comments analyze --annotate wrote ("kidscope
@@ -397,7 +483,7 @@ local function findings(tree, tvb)
 			local t = tree:add(proto, tvb:range(0, 0), "kidscope finding: " .. severity .. " " .. rule)
 			t:add(pf["finding.rule"], rule)
 			t:add(pf["finding.severity"], severity)
-			local role = rest:match("^: the (%a+) frame of the finding at ")
+			local role = rest:match("^: the ([%w%-]+) frame of the finding at ")
 			if role then
 				t:add(pf["finding.role"], role)
 			end
@@ -405,7 +491,14 @@ local function findings(tree, tvb)
 			if known then
 				t:add(pf["finding.summary"], known[2])
 			end
-			t:add_proto_expert_info(e, text:sub(#"kidscope " + 1))
+			-- One message per rule (Wireshark's Expert Information groups
+			-- by message): its summary; on a related frame, what the frame
+			-- is to the finding. The comment itself says the rest.
+			if role or not known then
+				t:add_proto_expert_info(e, rule .. rest)
+			else
+				t:add_proto_expert_info(e, rule .. ": " .. known[2])
+			end
 			if not known then
 				t:add_proto_expert_info(ex["finding.unknown_rule"],
 					"rule " .. rule .. " is not in this plugin's catalogue (kidscope " .. KIDSCOPE_VERSION .. "): generate the plugin again")
@@ -428,10 +521,11 @@ function proto.dissector(tvb, pinfo, tree)
 	for i, fi in ipairs(pdus) do
 		local rg = fi.range
 		if rg ~= nil and rg:len() >= 8 then
+			local slot = pinfo.number .. "/" .. i
 			if is_request then
-				request(tree, rg, stream, pinfo)
+				request(tree, rg, stream, pinfo, slot)
 			else
-				response(tree, rg, stream, pinfo, i)
+				response(tree, rg, stream, pinfo, slot)
 			end
 		end
 	end
