@@ -324,10 +324,6 @@ func (m *Merger) Agents() []result.Agent {
 	return out
 }
 
-// Verdicts are the brokers' KIP-1313 verdicts so far, as the fleet's
-// engine judges the answers of every agent's brokers.
-func (m *Merger) Verdicts() []rules.BrokerVerdict { return m.engine.Verdicts() }
-
 // Counts returns what the fleet skipped or put aside.
 func (m *Merger) Counts() result.FleetCounts { return m.counts }
 

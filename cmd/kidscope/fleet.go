@@ -181,7 +181,6 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		skipped.Store(c.Unreadable + c.Future)
 		pending.Store(int64(n))
 		if metrics != nil {
-			metrics.state.setVerdicts(m.Verdicts())
 			metrics.state.setAgents(m.Agents())
 		}
 		if b.Commit != nil && n == 0 {

@@ -10,10 +10,11 @@ import (
 )
 
 // stateCollector exports what is a state rather than a count: each
-// broker's KIP-1313 verdict so far (live and fleet), and when fleet last
-// heard from each agent. The states arrive as snapshots from the goroutine
-// that runs the rules (live's progress ticks, fleet's batches); scrapes
-// read the latest.
+// broker's KIP-1313 verdict so far (live: the agent sees the brokers'
+// answers; fleet's records do not carry them), and when fleet last heard
+// from each agent. The states arrive as snapshots from the goroutine that
+// runs the rules (live's progress ticks, fleet's batches); scrapes read
+// the latest.
 type stateCollector struct {
 	mu       sync.Mutex
 	verdicts []rules.BrokerVerdict

@@ -28,7 +28,7 @@ func TestMetricsState(t *testing.T) {
 	defer m.close()
 	b9, b8 := netip.MustParseAddrPort("10.0.0.9:9092"), netip.MustParseAddrPort("10.0.0.8:9092")
 	seen := time.Date(2026, 1, 2, 3, 4, 5, 500e6, time.UTC)
-	m.progress(pipeline.Progress{Verdicts: []rules.BrokerVerdict{{b8, rules.VerdictIgnores}, {b9, rules.VerdictEnforces}}})
+	m.progress(pipeline.Progress{Verdicts: []rules.BrokerVerdict{{Endpoint: b8, Verdict: rules.VerdictIgnores}, {Endpoint: b9, Verdict: rules.VerdictEnforces}}})
 	m.state.setAgents([]result.Agent{{Name: "host-a", LastSeen: seen}, {Name: "host-b", LastSeen: seen, Stopped: true}})
 
 	scrape := func() map[string]float64 {
@@ -89,7 +89,7 @@ func TestMetricsState(t *testing.T) {
 		}
 	}
 
-	m.progress(pipeline.Progress{Verdicts: []rules.BrokerVerdict{{b8, rules.VerdictIgnores}, {b9, rules.VerdictMixed}}})
+	m.progress(pipeline.Progress{Verdicts: []rules.BrokerVerdict{{Endpoint: b8, Verdict: rules.VerdictIgnores}, {Endpoint: b9, Verdict: rules.VerdictMixed}}})
 	got = scrape()
 	if _, ok := got["kidscope_broker_kip1313_verdict broker=10.0.0.9:9092 verdict=enforces"]; ok {
 		t.Error("the old verdict's series is still there")
