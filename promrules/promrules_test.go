@@ -69,3 +69,50 @@ func TestMetricNames(t *testing.T) {
 		t.Errorf("a recording rule's name among the metrics: %v", got)
 	}
 }
+
+// exprs reads each rule's name and expression from rules.yml (written in
+// one layout: "- record:" or "- alert:", then "expr:", inline or as a
+// block), the expression's whitespace collapsed.
+func exprs(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	lines := strings.Split(string(Rules), "\n")
+	name := ""
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if n, ok := strings.CutPrefix(l, "- record: "); ok {
+			name = n
+		} else if n, ok := strings.CutPrefix(l, "- alert: "); ok {
+			name = n
+		} else if e, ok := strings.CutPrefix(l, "expr: "); ok {
+			if e == "|" {
+				var parts []string
+				indent := strings.Repeat(" ", len(lines[i])-len(strings.TrimLeft(lines[i], " "))+1)
+				for i+1 < len(lines) && strings.HasPrefix(lines[i+1], indent) {
+					i++
+					parts = append(parts, strings.TrimSpace(lines[i]))
+				}
+				e = strings.Join(parts, " ")
+			}
+			out[name] = strings.Join(strings.Fields(e), " ")
+		}
+	}
+	if len(out) != 9 {
+		t.Fatalf("read %d rules from rules.yml: %v", len(out), out)
+	}
+	return out
+}
+
+// TestDocsExpressions: docs/metrics.md shows every rule with the
+// expression rules.yml has.
+func TestDocsExpressions(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range exprs(t) {
+		if !strings.Contains(string(doc), "| `"+name+"` | `"+e+"` |") {
+			t.Errorf("docs/metrics.md does not show %s as `%s`", name, e)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -108,6 +109,17 @@ func TestMetricsRulesNameServedMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("%d metrics the rules name, all served: %v", len(names), names)
+
+	// docs/metrics.md lists the metrics: none it names may be gone.
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range regexp.MustCompile(`\bkidscope_[a-z0-9_]+\b`).FindAllString(string(doc), -1) {
+		if liveFams[n] == nil && fleetFams[n] == nil {
+			t.Errorf("docs/metrics.md names %s, which neither live nor fleet serves", n)
+		}
+	}
 }
 
 // telemetryViolation sends, over a real socket, a seed-profile client
