@@ -38,9 +38,13 @@ type Body struct {
 	// the GetTelemetrySubscriptions v0 response: the ClientInstanceId field.
 	InstanceID    kafka.UUID
 	HasInstanceID bool
-	// PushTelemetry request.
-	SubscriptionID int32
-	Terminating    bool
+	// PushTelemetry request; SubscriptionID also in the
+	// GetTelemetrySubscriptions response. The metrics are not kept: only
+	// their length and how they are compressed.
+	SubscriptionID  int32
+	Terminating     bool
+	CompressionType int8
+	MetricsLength   int
 	// JoinGroup and ConsumerGroupHeartbeat.
 	GroupID         string
 	MemberID        string
@@ -96,6 +100,7 @@ func decodeRequestBody(key, version int16, b []byte) (Body, error) {
 		}
 		body.InstanceID, body.HasInstanceID = r.ClientInstanceID, true
 		body.SubscriptionID, body.Terminating = r.SubscriptionID, r.Terminating
+		body.CompressionType, body.MetricsLength = r.CompressionType, len(r.Metrics)
 	case KeyJoinGroup:
 		var r kmsg.JoinGroupRequest
 		r.SetVersion(version)
@@ -147,7 +152,7 @@ func decodeResponseBody(key, version int16, b []byte) (body Body, code int16, ha
 		return body, r.ErrorCode, true, nil
 	case KeyGetTelemetrySubscriptions:
 		if version >= 1 {
-			return codeOnly(key, version, b)
+			return gtsV1Response(key, version, b)
 		}
 		var r kmsg.GetTelemetrySubscriptionsResponse
 		r.SetVersion(version)
@@ -199,6 +204,21 @@ func codeOnly(key, version int16, b []byte) (Body, int16, bool, error) {
 	return Body{}, code, true, nil
 }
 
+// gtsV1Response reads the head of a GetTelemetrySubscriptions v1
+// response: the v0 body without ClientInstanceId, so SubscriptionId
+// follows ThrottleTimeMs and ErrorCode.
+func gtsV1Response(key, version int16, b []byte) (Body, int16, bool, error) {
+	body, code, ok, err := codeOnly(key, version, b)
+	if err != nil {
+		return body, code, ok, err
+	}
+	if len(b) < 10 {
+		return body, 0, false, errors.New("GetTelemetrySubscriptions v1 response shorter than its SubscriptionId")
+	}
+	body.SubscriptionID = int32(binary.BigEndian.Uint32(b[6:]))
+	return body, code, true, nil
+}
+
 // decodePushTelemetryV1 reads a PushTelemetry v1 request: SubscriptionId
 // int32, Terminating bool, CompressionType int8, Metrics compact bytes,
 // tags. The metrics are passed over, never kept.
@@ -209,6 +229,7 @@ func decodePushTelemetryV1(b []byte) (Body, error) {
 	}
 	body.SubscriptionID = int32(binary.BigEndian.Uint32(b))
 	body.Terminating = b[4] != 0
+	body.CompressionType = int8(b[5])
 	n := 6
 	l, k := uvarint(b[n:])
 	if k <= 0 {
@@ -220,6 +241,7 @@ func decodePushTelemetryV1(b []byte) (Body, error) {
 			return body, fmt.Errorf("PushTelemetry v1 metrics of %d bytes run past the frame", l-1)
 		}
 		n += int(l - 1)
+		body.MetricsLength = int(l - 1)
 	}
 	return body, checkTagsOnly(b[n:])
 }

@@ -73,7 +73,7 @@ func conversation() *wire {
 	produce := &kmsg.ProduceRequest{Acks: -1, TimeoutMillis: 1000, Topics: []kmsg.ProduceRequestTopic{{Topic: "t",
 		Partitions: []kmsg.ProduceRequestTopicPartition{{Records: bytes.Repeat([]byte{0}, 5000)}}}}}
 	w.request(0, 9, 3, "kgo", &id, produce)
-	w.request(72, 0, 4, "kgo", &id, &kmsg.PushTelemetryRequest{ClientInstanceID: id, SubscriptionID: 7, Terminating: true, Metrics: []byte("secret")})
+	w.request(72, 0, 4, "kgo", &id, &kmsg.PushTelemetryRequest{ClientInstanceID: id, SubscriptionID: 7, Terminating: true, CompressionType: 4, Metrics: []byte("secret")})
 	w.response(0, 9, 3, &kmsg.ProduceResponse{})
 	w.response(72, 0, 4, &kmsg.PushTelemetryResponse{ErrorCode: 42})
 	w.request(11, 9, 5, "kgo", &id, &kmsg.JoinGroupRequest{Group: "g", ProtocolType: "consumer"})
@@ -168,7 +168,7 @@ func TestConnWholeConversation(t *testing.T) {
 	if m := byKey(kafka.ToClient, 71); m.Body.InstanceID != testID || m.Body.SubscriptionID != 7 || m.Response.HeaderVersion != 1 {
 		t.Errorf("GetTelemetrySubscriptions response: %+v", m)
 	}
-	if m := byKey(kafka.ToBroker, 72); !m.Body.Terminating || m.Body.SubscriptionID != 7 {
+	if m := byKey(kafka.ToBroker, 72); !m.Body.Terminating || m.Body.SubscriptionID != 7 || m.Body.CompressionType != 4 || m.Body.MetricsLength != 6 {
 		t.Errorf("PushTelemetry body: %+v", m.Body)
 	}
 	if m := byKey(kafka.ToClient, 72); m.ErrorCode != 42 {

@@ -184,6 +184,10 @@ type Progress struct {
 	Open        int   // connections open now
 	Requests    int64
 	Responses   int64
+	// Verdicts are the brokers' KIP-1313 verdicts so far (with
+	// Options.Rules; known ones only): the run's goroutine reads them
+	// from the engine for each tick.
+	Verdicts []rules.BrokerVerdict
 }
 
 // Run reads the inputs to the end (or until ctx is done, or MaxPackets),
@@ -609,8 +613,12 @@ type deliverer struct {
 }
 
 func (d *deliverer) progress(st capture.Stats) Progress {
-	return Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
+	p := Progress{Packets: st.Packets, Bytes: st.Bytes, KernelDrops: st.KernelDrops,
 		Connections: d.sum.Connections, Open: d.openNow, Requests: d.requests, Responses: d.responses}
+	if d.check != nil {
+		p.Verdicts = d.check.engine.Verdicts()
+	}
+	return p
 }
 
 func (d *deliverer) open(c *Conn) {

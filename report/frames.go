@@ -73,6 +73,20 @@ type FrameRecord struct {
 	ResponseFile  string `json:"response_file,omitempty"`
 	// Latency is the response's capture time less its request's, on both.
 	Latency *Seconds `json:"latency"`
+	// What the bodies kidscope reads hold, where the message has it
+	// (absent from JSON elsewhere): the GetTelemetrySubscriptions v0 and
+	// PushTelemetry v0 body's ClientInstanceId (requests; and the
+	// GetTelemetrySubscriptions v0 response's), the SubscriptionId of
+	// PushTelemetry requests and GetTelemetrySubscriptions responses,
+	// PushTelemetry's Terminating, CompressionType and the length of its
+	// metrics (never the metrics), and the MemberId of JoinGroup and
+	// ConsumerGroupHeartbeat requests and responses.
+	TelemetryInstanceID *string `json:"telemetry_instance_id,omitempty"`
+	SubscriptionID      *int32  `json:"subscription_id,omitempty"`
+	Terminating         *bool   `json:"terminating,omitempty"`
+	CompressionType     *int8   `json:"compression_type,omitempty"`
+	MetricsLength       *int    `json:"metrics_length,omitempty"`
+	MemberID            *string `json:"member_id,omitempty"`
 	// At is Time as a time, for the table's relative TIME column.
 	At time.Time `json:"-"`
 }
@@ -112,6 +126,9 @@ func NewFrameRecord(files []string, c *kafka.Conn, e *decode.Event, form UUIDFor
 		key, ver := m.Request.APIKey, m.Request.APIVersion
 		r.APIKey, r.APIVersion, r.APIName = &key, &ver, decode.APIName(key)
 	}
+	if m.HasBody {
+		r.setBody(e.Side == kafka.ToBroker, m, form)
+	}
 	if e.Side == kafka.ToBroker {
 		r.CorrelationID = m.Request.CorrelationID
 		if !m.Request.ClientIDNull && m.Request.HeaderVersion > 0 {
@@ -141,6 +158,30 @@ func NewFrameRecord(files []string, c *kafka.Conn, e *decode.Event, form UUIDFor
 		r.ErrorCode, r.ErrorName = &code, r.ErrorCodes[0].Name
 	}
 	return r
+}
+
+// setBody fills the fields of the bodies kidscope reads from m's decoded
+// body: which of them a message has depends on its API and direction.
+func (r *FrameRecord) setBody(request bool, m *decode.Message, form UUIDForm) {
+	b := &m.Body
+	switch key := m.Request.APIKey; {
+	case key == decode.KeyGetTelemetrySubscriptions || key == decode.KeyPushTelemetry:
+		if b.HasInstanceID {
+			id := form.format(b.InstanceID)
+			r.TelemetryInstanceID = &id
+		}
+		if request == (key == decode.KeyPushTelemetry) {
+			sub := b.SubscriptionID
+			r.SubscriptionID = &sub
+		}
+		if request && key == decode.KeyPushTelemetry {
+			term, comp, n := b.Terminating, b.CompressionType, b.MetricsLength
+			r.Terminating, r.CompressionType, r.MetricsLength = &term, &comp, &n
+		}
+	case key == decode.KeyJoinGroup || key == decode.KeyConsumerGroupHeartbeat:
+		member := b.MemberID
+		r.MemberID = &member
+	}
 }
 
 // SetResponse links the record of a request to its response's: the

@@ -53,6 +53,12 @@ var frameFields = []*frameField{
 	{name: "response_frame", text: func(r *FrameRecord, _ string) string { return optFrame(r.ResponseFrame) }, value: func(r *FrameRecord) any { return r.ResponseFrame }},
 	{name: "response_file", captured: true, text: func(r *FrameRecord, _ string) string { return r.ResponseFile }, value: func(r *FrameRecord) any { return r.ResponseFile }},
 	{name: "latency", text: func(r *FrameRecord, _ string) string { return optSeconds(r.Latency) }, value: func(r *FrameRecord) any { return r.Latency }},
+	{name: "telemetry_instance_id", captured: true, text: func(r *FrameRecord, _ string) string { return optStr(r.TelemetryInstanceID) }, value: func(r *FrameRecord) any { return r.TelemetryInstanceID }},
+	{name: "subscription_id", text: func(r *FrameRecord, _ string) string { return optInt32(r.SubscriptionID) }, value: func(r *FrameRecord) any { return r.SubscriptionID }},
+	{name: "terminating", text: func(r *FrameRecord, _ string) string { return optBool(r.Terminating) }, value: func(r *FrameRecord) any { return r.Terminating }},
+	{name: "compression_type", text: func(r *FrameRecord, _ string) string { return optInt8(r.CompressionType) }, value: func(r *FrameRecord) any { return r.CompressionType }},
+	{name: "metrics_length", text: func(r *FrameRecord, _ string) string { return optLen(r.MetricsLength) }, value: func(r *FrameRecord) any { return r.MetricsLength }},
+	{name: "member_id", captured: true, text: func(r *FrameRecord, _ string) string { return optStr(r.MemberID) }, value: func(r *FrameRecord) any { return r.MemberID }},
 }
 
 // defaultTextFields are the columns of csv and tsv without -e: the CSV's
@@ -142,6 +148,34 @@ func optInt(p *int16) string {
 		return ""
 	}
 	return strconv.Itoa(int(*p))
+}
+
+func optInt32(p *int32) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func optInt8(p *int8) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func optLen(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}
+
+func optBool(p *bool) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatBool(*p)
 }
 
 func optStr(p *string) string {

@@ -213,6 +213,27 @@ func (bc *brokerChecker) list() []Broker {
 	return out
 }
 
+// BrokerVerdict is a broker endpoint's KIP-1313 verdict so far.
+type BrokerVerdict struct {
+	Endpoint netip.AddrPort
+	Verdict  Verdict
+}
+
+// Verdicts returns the verdict so far of every broker the engine lists
+// whose answers tell one (not unknown), ordered by endpoint: what a
+// running engine can be asked between events (live's metrics), without
+// the copying of Result.
+func (e *Engine) Verdicts() []BrokerVerdict {
+	var out []BrokerVerdict
+	for ep, b := range e.brokers.brokers {
+		if v := b.verdict(); v != VerdictUnknown {
+			out = append(out, BrokerVerdict{ep, v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
+	return out
+}
+
 func (b *brokerState) verdict() Verdict {
 	switch {
 	case b.enforced > 0 && b.ignored > 0:

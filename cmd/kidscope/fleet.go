@@ -180,6 +180,9 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		records.Store(c.Records)
 		skipped.Store(c.Unreadable + c.Future)
 		pending.Store(int64(n))
+		if metrics != nil {
+			metrics.state.setAgents(m.Agents())
+		}
 		if b.Commit != nil && n == 0 {
 			// Committed once every record read was checked and what it
 			// caused written: a record still waiting for older ones is read

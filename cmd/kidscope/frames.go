@@ -26,7 +26,10 @@ as Wireshark counts), time, connection, direction, API key, name and version, co
 client ID, the header's client instance ID (KIP-1313 tag 0), the error codes of
 every response (its top-level ErrorCode, or the distinct codes of its topics,
 partitions, groups or resources where the API version has no top-level one), the
-frame of a request's response and of a response's request, and the latency. A
+frame of a request's response and of a response's request, and the latency; with
+-e, what the telemetry and group bodies hold (the body's client instance ID,
+subscription ID, terminating flag, compression, metrics length, member ID), the
+fields the Wireshark plugin (kidscope wireshark-plugin) shows too. A
 summary line closes the list. Several files are merged in time order; "-" reads
 standard input.
 

@@ -36,7 +36,7 @@ var flagGroups = []flagGroup{
 	{"Output flags", []string{"output", "field", "field-option", "uuid", "verbose", "quiet", "no-progress",
 		"no-status", "no-hash", "list", "metrics-addr", "color"}},
 	{"Files written", []string{"write", "write-files", "write-max-size", "write-rotate-every", "annotate",
-		"extract", "finding", "write-secrets", "force"}},
+		"extract", "finding", "write-secrets", "force", "install"}},
 	{"Limits flags", []string{"memory-limit", "max-connections", "max-buffer", "max-buffer-per-connection",
 		"max-resync-buffer", "max-body-buffer", "max-frame"}},
 	{"Publish flags (for kidscope fleet)", []string{"publish", "publish-topic", "agent", "publish-buffer",

@@ -34,6 +34,7 @@ type liveMetrics struct {
 	reg  *prometheus.Registry
 
 	totals   *totalsCollector
+	state    *stateCollector
 	requests *prometheus.CounterVec // by API name
 	findings *prometheus.CounterVec // by rule and severity
 
@@ -48,6 +49,7 @@ func newLiveMetrics() *liveMetrics {
 	m := &liveMetrics{
 		reg:    prometheus.NewRegistry(),
 		totals: newTotalsCollector(),
+		state:  newStateCollector(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kidscope_kafka_requests_total",
 			Help: "Kafka requests decoded, by API (api=\"unknown\" for keys kidscope does not know).",
@@ -65,8 +67,14 @@ func newLiveMetrics() *liveMetrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.totals, m.requests, m.findings, m.instances,
+		m.totals, m.state, m.requests, m.findings, m.instances,
 	)
+	// Every rule's series exists from the start, at 0: an alert on
+	// increase() sees a rule's first finding only if the series was
+	// there before it.
+	for _, r := range rules.Catalog() {
+		m.findings.WithLabelValues(r.ID, r.Severity.String())
+	}
 	return m
 }
 
@@ -132,6 +140,7 @@ func (m *liveMetrics) finding(f *rules.Finding) {
 
 func (m *liveMetrics) progress(p pipeline.Progress) {
 	m.totals.set(p)
+	m.state.setVerdicts(p.Verdicts)
 }
 
 func (m *liveMetrics) close() {
