@@ -124,7 +124,13 @@ func Cmds(rec *Recorder) map[string]func(ts *testscript.TestScript, neg bool, ar
 				msgs = append(msgs, fmt.Sprintf("exit code %d, the document says %d", code, exit))
 			}
 			if !Match(want, got) {
-				d := diff.Diff(file+" (want)", []byte(strings.Join(normalize(want), "\n")+"\n"), "output (got)", []byte(strings.Join(got, "\n")+"\n"))
+				// The output in the document's shape (its elisions
+				// elided), so that the diff shows only what differs.
+				shown, err := Update(want, got)
+				if err != nil {
+					shown = got
+				}
+				d := diff.Diff(file+" (want)", []byte(strings.Join(normalize(want), "\n")+"\n"), "output (got)", []byte(strings.Join(shown, "\n")+"\n"))
 				msgs = append(msgs, "the output is not what the document shows:\n"+string(d))
 			}
 			if msgs != nil {
