@@ -173,7 +173,7 @@ func TestReadFileFlag(t *testing.T) {
 	}
 }
 
-// TestSizeFlags: every size flag takes the forms the README names, read by
+// TestSizeFlags: every size flag takes the forms docs/analyze.md names, read by
 // internal/size.
 func TestSizeFlags(t *testing.T) {
 	forms := map[string]int64{"1MB": 1e6, "1MiB": 1 << 20, "1M": 1e6, "1048576": 1 << 20, "2.5 MiB": 5 << 19}
