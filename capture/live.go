@@ -22,7 +22,7 @@ var ErrNoPacket = errors.New("no packet within the poll interval")
 
 // ErrPermission is wrapped by OpenLive's error when the process may not
 // capture: it needs root or CAP_NET_RAW.
-var ErrPermission = errors.New("live capture needs root or the CAP_NET_RAW capability (sudo, or a copy of the binary that only one group may run, given the capability: see the README's Security section)")
+var ErrPermission = errors.New("live capture needs root or the CAP_NET_RAW capability (sudo, or a copy of the binary that only one group may run, given the capability: see Privileges in kidscope's docs/live.md)")
 
 // LiveOptions configure a live capture.
 type LiveOptions struct {

@@ -68,7 +68,7 @@ func ValidAnalyzeFileFormat(format string) bool {
 // one rule on one connection grouped into one row, info findings only with
 // Verbose. json, ndjson and csv are for programs: every finding is listed,
 // nothing is shortened, and the field names are the stable schema of
-// CLI.md (README: `kidscope analyze`). sarif is for CI viewers (sarif.go):
+// docs/formats.md. sarif is for CI viewers (sarif.go):
 // one result per finding, with the rule catalogue. html is for an
 // incident review (html.go): the tables, the rules explained, and ladder
 // diagrams of the connections with findings (Analysis.Ladders).

@@ -22,7 +22,7 @@ import (
 const AnalysisSchemaVersion = 2
 
 // The types below are the JSON schema of `kidscope analyze -o json`
-// (README; docs/schema/analysis.schema.json, which a test holds them to).
+// (docs/formats.md; docs/schema/analysis.schema.json, which a test holds them to).
 // The field order is the output order. Pointers are null when the value
 // does not exist; slices are never null.
 

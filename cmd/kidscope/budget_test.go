@@ -34,7 +34,7 @@ func TestBudgetShares(t *testing.T) {
 		if !(c.s < c.d && c.d < c.b) {
 			t.Errorf("%s: %d, %d, %d at 64 MiB, 200 MiB, 1 GiB: want growing with the limit", c.name, c.s, c.d, c.b)
 		}
-		// The share the README's table gives, to rounding.
+		// The share docs/security.md's table gives, to rounding.
 		if spent := float64(c.d*c.costAtDefault) / defaultBudgetFor; spent > c.shareAtDefault*1.001 || spent < c.shareAtDefault*0.999 {
 			t.Errorf("%s: %d at 200 MiB spend %.4f of it, not the %.4f share", c.name, c.d, spent, c.shareAtDefault)
 		}

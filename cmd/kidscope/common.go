@@ -91,6 +91,7 @@ func (f *inputFlags) applyMemoryLimit(cmd *cobra.Command) (stop func(), err erro
 func (f *inputFlags) registerWorkers(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0),
 		"goroutines that reassemble and decode, connections shared among them by hash (1: everything on one); the output is the same whatever the number, --max-connections included, unless the body budget (--max-body-buffer, shared out among them) is spent")
+	_ = cmd.Flags().SetAnnotation("workers", manDefault, []string{"the number of cores"})
 }
 
 // captureFilter builds the --filter or --bpf-raw filter; nil when neither

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,45 +109,6 @@ func TestOutputFormatsParse(t *testing.T) {
 	}
 }
 
-// TestNoKafka: a capture whose Kafka is on another port than -p says so in
-// one line on stderr, naming the ports that look like Kafka; exit 0, or 2
-// with --require-kafka, for analyze (whatever the workers) and frames.
-func TestNoKafka(t *testing.T) {
-	port29092 := "../../samples/captures/net-port-29092.pcapng"
-	want29092 := "kidscope: no Kafka decoded: 12 TCP packets, none on broker port 9092; the busiest TCP ports: 29092 (12 packets, looks like Kafka); try -p 29092 or -p auto\n"
-	real := "../../testdata/real/kgo-producer-kfake.pcap"
-	wantReal := "kidscope: no Kafka decoded: 117 TCP packets, none on broker port 9092; the busiest TCP ports: 39089 (48 packets, looks like Kafka), 46369 (35 packets, looks like Kafka), 40615 (34 packets, looks like Kafka); try -p 39089,46369,40615 or -p auto\n"
-	empty := filepath.Join(t.TempDir(), "empty.pcap")
-	// A classic pcap header, Ethernet, and no packet.
-	if err := os.WriteFile(empty, []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stderr string
-	}{
-		{[]string{"analyze", port29092}, 0, want29092},
-		{[]string{"analyze", "--require-kafka", port29092}, 2, want29092},
-		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-o", "json", port29092}, 2, want29092},
-		{[]string{"analyze", "--require-kafka", "--workers", "4", port29092}, 2, want29092},
-		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-p", "29092", port29092}, 0, ""},
-		{[]string{"frames", "-o", "json", port29092}, 0, want29092},
-		{[]string{"analyze", "-o", "json", real}, 0, wantReal},
-		{[]string{"analyze", "--workers", "3", "-o", "json", real}, 0, wantReal},
-		{[]string{"frames", "-o", "ndjson", real}, 0, wantReal},
-		{[]string{"analyze", "--require-kafka", "--fail-on", "never", "-p", "39089,46369,40615", real}, 0, ""},
-		{[]string{"analyze", "-f", "port 22", "--require-kafka", "../../samples/captures/hdr-seed-changed.pcapng"}, 2,
-			"kidscope: no Kafka decoded: the filter left out all 14 packets\n"},
-		{[]string{"analyze", "--require-kafka", empty}, 2, "kidscope: no Kafka decoded: the input holds no packets\n"},
-	} {
-		_, errOut, code := runKidscope(t, c.args...)
-		if code != c.code || errOut != c.stderr {
-			t.Errorf("kidscope %s: exit %d, stderr %q; want %d, %q", strings.Join(c.args, " "), code, errOut, c.code, c.stderr)
-		}
-	}
-}
-
 // TestNoKafkaLine covers the cases the captures above do not reach.
 func TestNoKafkaLine(t *testing.T) {
 	ports := func(specs ...string) reassembly.Ports {
@@ -189,41 +149,6 @@ func TestNoKafkaLine(t *testing.T) {
 	}
 }
 
-// TestUsageErrors: a mistake on the command line is one line naming it,
-// then the command's usage; a file that cannot be read is one line alone.
-func TestUsageErrors(t *testing.T) {
-	usage := func(cmd, use string) string {
-		return "Usage: kidscope " + cmd + " " + use + "\nRun 'kidscope " + cmd + " --help' for more.\n"
-	}
-	analyze, frames, live := usage("analyze", "[flags] FILE..."), usage("frames", "[flags] FILE..."), usage("live", "-i IFACE [flags]")
-	file := "../../samples/captures/hdr-seed-changed.pcapng"
-	sizeWant := `want a size such as 1MB, 1MiB, 1M or 1048576`
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"analyze"}, "kidscope: analyze needs at least one capture file\n" + analyze},
-		{[]string{"frames", "-o", "csv"}, "kidscope: frames needs at least one capture file\n" + frames},
-		{[]string{"live", "-i", "lo", "--write-max-size", "1XB"}, `kidscope: --write-max-size "1XB": ` + sizeWant + "\n" + live},
-		{[]string{"analyze", "--memory-limit", "lots", file}, `kidscope: --memory-limit "lots": ` + sizeWant + "\n" + analyze},
-		{[]string{"frames", "--max-body-buffer", "-1MB", file}, `kidscope: --max-body-buffer "-1MB": ` + sizeWant + "\n" + frames},
-		{[]string{"analyze", "--max-frame", "2GiB", file}, `kidscope: --max-frame "2GiB": want 1 B to 1GiB` + "\n" + analyze},
-		{[]string{"analyze", "--workers", "many", file}, `kidscope: --workers "many": want a whole number` + "\n" + analyze},
-		{[]string{"live", "-i", "lo", "--duration", "5"}, `kidscope: --duration "5": want a duration such as 90s, 10m or 1h30m` + "\n" + live},
-		{[]string{"analyze", "--color", "sometimes", file}, `kidscope: --color "sometimes": want auto, always or never` + "\n" + analyze},
-		{[]string{"analyze", "--profile", "x", file}, `kidscope: --profile "x": want seed, accepted or auto` + "\n" + analyze},
-		{[]string{"analyze", "--no-such-flag", file}, "kidscope: unknown flag: --no-such-flag\n" + analyze},
-		{[]string{"live"}, "kidscope: required flag(s) \"interface\" not set\n" + live},
-		{[]string{"nonsense"}, "kidscope: unknown command \"nonsense\" for \"kidscope\"\nUsage: kidscope COMMAND [flags]\nRun 'kidscope --help' for more.\n"},
-		{[]string{"analyze", "no-such.pcap"}, "kidscope: open no-such.pcap: no such file or directory\n"},
-	} {
-		_, errOut, code := runKidscope(t, c.args...)
-		if code != 2 || errOut != c.want {
-			t.Errorf("kidscope %s: exit %d, stderr\n%s\nwant exit 2, stderr\n%s", strings.Join(c.args, " "), code, errOut, c.want)
-		}
-	}
-}
-
 // usageMessage splits what a usage error writes on stderr: one line
 // "kidscope: …", then the usage of cmd. ok is false when it is not so.
 func usageMessage(stderr, cmd string) (string, bool) {
@@ -248,7 +173,7 @@ func TestReadFileFlag(t *testing.T) {
 	}
 }
 
-// TestSizeFlags: every size flag takes the forms the README names, read by
+// TestSizeFlags: every size flag takes the forms docs/analyze.md names, read by
 // internal/size.
 func TestSizeFlags(t *testing.T) {
 	forms := map[string]int64{"1MB": 1e6, "1MiB": 1 << 20, "1M": 1e6, "1048576": 1 << 20, "2.5 MiB": 5 << 19}

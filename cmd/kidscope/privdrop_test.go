@@ -376,7 +376,7 @@ func TestLiveRotatesAfterDrop(t *testing.T) {
 }
 
 // TestLiveWithCapNetRaw: CAP_NET_RAW alone is what live needs (the
-// README's setcap advice), and without root -Z cannot change user.
+// setcap advice of docs/live.md), and without root -Z cannot change user.
 func TestLiveWithCapNetRaw(t *testing.T) {
 	setpriv, err := exec.LookPath("setpriv")
 	if os.Geteuid() != 0 || err != nil {

@@ -63,7 +63,8 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 	registerColor(root)
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(writeUsage)
-	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(), newSamplesCmd(), newWiresharkPluginCmd(), newMetricsRulesCmd(), newVersionCmd())
+	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(),
+		newSamplesCmd(), newWiresharkPluginCmd(), newMetricsRulesCmd(), newVersionCmd(), newManCmd())
 	completeFlags(root)
 	return root, writeProfiles
 }

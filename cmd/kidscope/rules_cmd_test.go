@@ -14,7 +14,7 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
-var update = flag.Bool("update", false, "rewrite docs/rules.md and the golden files of cmd/kidscope/testdata/rules")
+var update = flag.Bool("update", false, "rewrite docs/rules.md, docs/man and the expected outputs of the testscripts under testdata/script")
 
 // goldenFile compares got with the file at path, or rewrites it with
 // -update.
@@ -35,32 +35,6 @@ func goldenFile(t *testing.T, path string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s is out of date (go test ./cmd/kidscope -run 'Rule|Doc' -update rewrites it after review)\n--- got:\n%s\n--- want:\n%s", path, got, want)
-	}
-}
-
-// TestRulesGolden: `kidscope rules` and `kidscope rules ID` for a rule of
-// each kind (a header rule with a profile, a telemetry rule with a caveat,
-// a group rule, a capture limit), as the binary prints them.
-func TestRulesGolden(t *testing.T) {
-	for _, c := range []struct{ name, rule string }{
-		{"list", ""},
-		{"header-id-changed", "header-id-changed"},
-		{"telemetry-push-unknown-id", "telemetry-push-unknown-id"},
-		{"join-member-id-not-used", "join-member-id-not-used"},
-		{"stream-gap", "stream-gap"},
-	} {
-		args := []string{"rules"}
-		if c.rule != "" {
-			args = append(args, c.rule)
-		}
-		stdout, stderr, code := runKidscope(t, args...)
-		if code != 0 || stderr != "" {
-			t.Fatalf("kidscope %v: exit %d, stderr %q", args, code, stderr)
-		}
-		goldenFile(t, filepath.Join("testdata", "rules", c.name+".golden"), []byte(stdout))
-	}
-	if _, stderr, code := runKidscope(t, "rules", "no-such-rule"); code != 2 || !strings.Contains(stderr, `no rule "no-such-rule"`) {
-		t.Errorf("rules no-such-rule: exit %d, %q", code, stderr)
 	}
 }
 

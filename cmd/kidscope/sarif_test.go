@@ -134,7 +134,7 @@ func TestAnalyzeSARIFSamples(t *testing.T) {
 	}
 }
 
-// TestAnalyzeSARIFFindings: the README's CI example: a capture with an
+// TestAnalyzeSARIFFindings: docs/formats.md's CI example: a capture with an
 // error finding, named relative to the working directory, exits 1 and
 // its result points at that file, relative to the checkout, and at the
 // finding's frame.

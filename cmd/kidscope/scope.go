@@ -16,8 +16,8 @@ import (
 )
 
 // scopeFlags are the drill-down flags: which instance, client, broker or
-// connections a report shows, and the time range read (README: "Drill-down
-// and scope").
+// connections a report shows, and the time range read (docs/analyze.md:
+// "Drill-down and scope").
 type scopeFlags struct {
 	instances []string
 	clients   []string

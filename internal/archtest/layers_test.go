@@ -69,7 +69,7 @@ func TestStagesImportOnlyDownstream(t *testing.T) {
 	for name, ok := range allowed {
 		p, found := pkgs[name]
 		if !found {
-			t.Errorf("package %s is gone: update the layout (and the README)", name)
+			t.Errorf("package %s is gone: update the layout (and docs/contributing.md)", name)
 			continue
 		}
 		for _, imp := range p.Imports {
