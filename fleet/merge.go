@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"container/heap"
+	"errors"
 	"slices"
 	"time"
 
@@ -250,7 +251,7 @@ func (m *Merger) replay(p pendingRecord) {
 		c := m.conn(d, r, w.Conn)
 		o := d.observation(w, c.ID)
 		if d.err != nil {
-			m.counts.Unreadable++
+			m.undecodable(d.err)
 			return
 		}
 		switch {
@@ -281,7 +282,7 @@ func (m *Merger) replay(p pendingRecord) {
 		w := r.Finding
 		f := d.finding(w, m.conn(d, r, w.Conn).Conn)
 		if d.err != nil {
-			m.counts.Unreadable++
+			m.undecodable(d.err)
 			return
 		}
 		if rules.CrossConnection(f.Rule) {
@@ -291,6 +292,16 @@ func (m *Merger) replay(p pendingRecord) {
 			return // decided by the fleet's engine, with every agent in view
 		}
 		m.take(f)
+	}
+}
+
+// undecodable counts a record whose contents could not be read: of a
+// later schema (a name this kidscope does not know), or not kidscope's.
+func (m *Merger) undecodable(err error) {
+	if errors.Is(err, ErrFutureSchema) {
+		m.counts.Future++
+	} else {
+		m.counts.Unreadable++
 	}
 }
 
