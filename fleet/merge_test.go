@@ -14,6 +14,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -59,10 +60,17 @@ func (a *agents) Found(f *rules.Finding, c kafka.Conn) {
 	a.add(a.agentOf(c), fleet.Record{Type: fleet.TypeFinding, Finding: fleet.EncodeFinding(f, c, a.files)})
 }
 
-// key is a finding as both sides can name it.
+// key is a finding as both sides can name it (the fleet numbers files
+// otherwise): its evidence, the broker's answer and the related frames
+// with their roles.
 func key(f rules.Finding) string {
-	return fmt.Sprintf("%s frame %d %s %s→%s exp %+v seen %+v also %v", f.Rule, f.At.Frame, f.At.Time.UTC().Format("15:04:05.000000"),
-		f.Conn.Client, f.Conn.Broker, f.Expected, f.Seen, f.Also)
+	var related []string
+	for _, r := range f.Related {
+		role, _ := report.RoleNames.Name(r.Role)
+		related = append(related, fmt.Sprintf("%d %s", r.Frame.Frame, role))
+	}
+	return fmt.Sprintf("%s frame %d %s %s→%s exp %+v seen %+v also %v answer %+v related %v", f.Rule, f.At.Frame, f.At.Time.UTC().Format("15:04:05.000000"),
+		f.Conn.Client, f.Conn.Broker, f.Expected, f.Seen, f.Also, f.Answer, related)
 }
 
 // TestMergerEqualsOneEngine: for every bundled sample and real-client

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"slices"
+
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 )
@@ -24,7 +26,7 @@ const (
 //   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup and
 //     ConsumerGroupHeartbeat requests and their answers;
 //   - the request that set a connection's first header ID, and requests
-//     that carry another ID than that one;
+//     that carry another ID than that one, with their answers;
 //   - the opening and the end of a connection with such a request.
 //
 // A request carries the header rules (RULES.md §3) that apply to it, as the
@@ -120,6 +122,37 @@ func (e *Engine) observe(c *conn, o Observation) {
 		b.GroupInstanceID = &g
 	}
 	e.obs = append(e.obs, o)
+}
+
+// maxAwaited bounds the answers a connection waits for to observe them.
+const maxAwaited = 64
+
+// awaitAnswer notes that the answer to q, observed at once, is to be
+// observed when it comes: a replaying engine judges the request's
+// findings (instance-id-shared on the request that set the first ID, a
+// header rule on one with another ID) with the broker's answer, as the
+// observing engine did. The answers of the APIs the rules across
+// connections read are observed anyway, and a request held for its header
+// rules brings its own (observeHeld).
+func (c *conn) awaitAnswer(q *request) {
+	if q.noResponse || observedKey(q.h.APIKey) {
+		return
+	}
+	if len(c.awaited) >= maxAwaited {
+		c.awaited = c.awaited[:copy(c.awaited, c.awaited[1:])]
+	}
+	c.awaited = append(c.awaited, q.h.CorrelationID)
+}
+
+// answerAwaited reports whether the answer with this correlation ID is to
+// be observed, and forgets it.
+func (c *conn) answerAwaited(id int32) bool {
+	i := slices.Index(c.awaited, id)
+	if i < 0 {
+		return false
+	}
+	c.awaited = slices.Delete(c.awaited, i, i+1)
+	return true
 }
 
 // observes reports whether a request is observed.
