@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -58,6 +59,9 @@ type Publisher struct {
 	dropped   atomic.Int64
 	delivered atomic.Int64
 	away      atomic.Bool // a record was not delivered: Wait no longer waits
+	// over: the capture is over (Report), so what is sent waits for Kafka
+	// as Wait does.
+	over atomic.Bool
 	// settle orders the producer's answers with Close, which counts what
 	// has none by then as dropped; an answer after that is not counted.
 	settle  sync.Mutex
@@ -153,10 +157,30 @@ func keyOf(c kafka.Conn, id kafka.UUID, has bool) []byte {
 	return []byte(c.Client.Addr().String())
 }
 
+// waits reports whether what is sent waits for Kafka rather than drop:
+// with Wait or once the capture is over, while Kafka takes records.
+func (p *Publisher) waits() bool {
+	return (p.opt.Wait || p.over.Load()) && !p.away.Load()
+}
+
+// Report publishes the run's report (EncodeReport: its totals and tables)
+// when the run is over, before Close: a capture that ended can wait for
+// Kafka, so its rows are not dropped past the buffer.
+func (p *Publisher) Report(sum *result.Summary, res *rules.Result) {
+	p.over.Store(true)
+	for _, r := range EncodeReport(sum, res, p.opt.Files) {
+		p.send(p.agentKey(), r)
+	}
+}
+
+// agentKey is the key of the agent's own records: its descriptions and
+// its report, which are read in the order sent.
+func (p *Publisher) agentKey() []byte { return []byte("agent:" + p.opt.Agent) }
+
 // Hello publishes the agent's description and counts; stopping says it is
 // the last.
 func (p *Publisher) Hello(stopping bool) {
-	p.send([]byte("agent:"+p.opt.Agent), Record{Type: TypeAgent, Hello: &Hello{Time: time.Now().UTC(), Source: p.opt.Source,
+	p.send(p.agentKey(), Record{Type: TypeAgent, Hello: &Hello{Time: time.Now().UTC(), Source: p.opt.Source,
 		Version: p.opt.Version, Published: p.published.Load(), Dropped: p.dropped.Load(), Stopping: stopping}})
 }
 
@@ -164,7 +188,7 @@ func (p *Publisher) send(key []byte, r Record) {
 	p.seq++
 	r.Schema, r.Agent, r.Run, r.Seq = SchemaVersion, p.opt.Agent, p.run, p.seq
 	p.published.Add(1)
-	if p.opt.Wait && !p.away.Load() {
+	if p.waits() {
 		p.queue <- queued{key, r}
 		return
 	}
@@ -197,7 +221,7 @@ func (p *Publisher) encode() {
 			continue
 		}
 		rec := &kgo.Record{Key: q.key, Value: value}
-		if p.opt.Wait && !p.away.Load() {
+		if p.waits() {
 			p.cl.Produce(context.Background(), rec, done) // waits while the buffer is full
 			continue
 		}

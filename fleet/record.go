@@ -26,6 +26,11 @@ const (
 	TypeAgent       = "agent"       // who publishes, and its counts so far
 	TypeObservation = "observation" // an input of the rules across connections
 	TypeFinding     = "finding"     // a finding of the agent's own engine
+	// An agent run's report, when it stops (agentreport.go).
+	TypeConnection = "connection" // a row of its connections table
+	TypeInstance   = "instance"   // a client instance ID it saw
+	TypeBroker     = "broker"     // a broker it saw, and what its answers said
+	TypeSummary    = "summary"    // its totals, after the rows
 )
 
 // Record is one Kafka record's value, as JSON: an agent's description, an
@@ -43,6 +48,10 @@ type Record struct {
 	Hello       *Hello           `json:"hello,omitempty"`
 	Observation *WireObservation `json:"observation,omitempty"`
 	Finding     *WireFinding     `json:"finding,omitempty"`
+	Connection  *WireConnection  `json:"connection,omitempty"`
+	Instance    *WireInstance    `json:"instance,omitempty"`
+	Broker      *WireBroker      `json:"broker,omitempty"`
+	Summary     *WireSummary     `json:"summary,omitempty"`
 }
 
 // Hello describes an agent and counts what it published: it is sent
@@ -82,6 +91,8 @@ type WireObservation struct {
 	Message  *WireMsg    `json:"message,omitempty"`
 	Header   []WireCand  `json:"header_rules,omitempty"`
 	Close    *WireClosed `json:"close,omitempty"`
+	// AfterGap: bytes of the connection were lost before it.
+	AfterGap bool `json:"after_gap,omitempty"`
 }
 
 // WireMsg is what the rules read of a request or response: its header, the
@@ -230,7 +241,7 @@ func relatedOf(rs []rules.Related, files Files) []WireRelated {
 
 // EncodeObservation is an observation in the wire form.
 func EncodeObservation(o *rules.Observation, files Files) *WireObservation {
-	w := &WireObservation{Conn: connOf(o.Conn, files), At: refOf(o.At(), files)}
+	w := &WireObservation{Conn: connOf(o.Conn, files), At: refOf(o.At(), files), AfterGap: o.AfterGap}
 	if o.HasInstance {
 		w.Instance = idText(o.Instance)
 	}
@@ -354,6 +365,11 @@ func Decode(b []byte) (*Record, error) {
 		if r.Finding == nil {
 			return nil, errors.New("a finding record without its finding")
 		}
+	case TypeConnection, TypeInstance, TypeBroker, TypeSummary:
+		if r.Connection == nil && r.Type == TypeConnection || r.Instance == nil && r.Type == TypeInstance ||
+			r.Broker == nil && r.Type == TypeBroker || r.Summary == nil && r.Type == TypeSummary {
+			return nil, fmt.Errorf("a %s record without its %s", r.Type, r.Type)
+		}
 	default:
 		return nil, fmt.Errorf("record type %q: %w", r.Type, ErrFutureSchema)
 	}
@@ -441,7 +457,7 @@ func (d *decoder) related(ws []WireRelated) []rules.Related {
 // observation is a wire observation as the replaying engine takes it, on
 // the fleet's connection id.
 func (d *decoder) observation(w *WireObservation, id int) rules.Observation {
-	o := rules.Observation{Conn: d.conn(w.Conn, id)}
+	o := rules.Observation{Conn: d.conn(w.Conn, id), AfterGap: w.AfterGap}
 	if w.Instance != "" {
 		o.Instance, o.HasInstance = d.id(w.Instance), true
 	}

@@ -62,10 +62,10 @@ func TestAgentsCSV(t *testing.T) {
 	brokers := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:9092"), netip.MustParseAddrPort("[fd00::9]:9092")}
 	agents := []result.Agent{
 		{Name: "=cmd\x1b[2J", Source: "-eth0\u202e", Version: "v1", Runs: 2, Brokers: brokers, Records: 1234,
-			Published: 1300, Dropped: 66, LastSeen: time.Date(2026, 12, 2, 10, 0, 0, 5e6, time.UTC), Stopped: true},
+			Published: 1300, Dropped: 66, LastSeen: time.Date(2026, 12, 2, 10, 0, 0, 5e6, time.UTC), Stopped: true, Reported: 1},
 		{Name: "host-2", Records: 0},
 	}
-	fleet := &result.FleetCounts{Records: 1240, Unreadable: 3, Future: 1, Duplicates: 2}
+	fleet := &result.FleetCounts{Records: 1240, Unreadable: 3, Future: 1, Duplicates: 2, Runs: 2, Reported: 1}
 	plain := render(t, incidentAnalysis(), AnalysisOptions{Format: "csv"})
 	with := incidentAnalysis()
 	with.Agents, with.Fleet = agents, fleet
@@ -83,10 +83,10 @@ func TestAgentsCSV(t *testing.T) {
 	col := func(r []string, name string) string { return r[slices.Index(findingColumns, name)] }
 	tests := []struct{ file, time, broker, message string }{
 		{`'=cmd\x1b[2J`, "2026-12-02T10:00:00.005Z", "10.0.0.1:9092 [fd00::9]:9092",
-			`agent (source -eth0\u202e, kidscope v1, 2 runs, stopped): 1,234 records read; it last said it had published 1,300 and dropped 66`},
+			`agent (source -eth0\u202e, kidscope v1, 2 runs, stopped, no report): 1,234 records read; it last said it had published 1,300 and dropped 66`},
 		{"host-2", "", "", "agent: 0 records read; it last said it had published 0 and dropped 0"},
 		{"", "", "", "fleet: 1,240 records read from the topic; skipped: 3 not kidscope's, 1 of a later schema; " +
-			"2 findings made again from records read twice, not repeated."},
+			"2 findings made again from records read twice, not repeated; reports of 1 of 2 agent runs read."},
 	}
 	if len(recs) != len(tests) {
 		t.Fatalf("%d agents' rows, want %d:\n%s", len(recs), len(tests), out[len(plain):])
@@ -114,5 +114,46 @@ func TestAgentsCSV(t *testing.T) {
 	golden(t, "analysis_incident.csv.golden", plain)
 	if empty := render(t, &Analysis{}, AnalysisOptions{Format: "csv"}); strings.Count(string(empty), "\n") != 1 {
 		t.Errorf("csv of nothing = %q", empty)
+	}
+}
+
+// TestFleetTablesFromReports: a fleet's totals and tables are its agents'
+// reports. With none read they are left out of the table and markdown,
+// never shown as zeros, and the summary says why; with some, it says of
+// how many runs they are.
+func TestFleetTablesFromReports(t *testing.T) {
+	for _, tc := range []struct {
+		runs, reported int64
+		tables         bool
+		want           string
+	}{
+		{3, 0, false, "none of 3 agent runs has published its totals and tables"},
+		{3, 2, true, "the totals and tables are those of 2 of 3 agent runs"},
+		{3, 3, true, ""},
+	} {
+		a := incidentAnalysis()
+		a.Agents = []result.Agent{{Name: "host-1", Runs: 3, Reported: int(tc.reported)}}
+		a.Fleet = &result.FleetCounts{Records: 10, Runs: tc.runs, Reported: tc.reported}
+		for _, format := range []string{"table", "markdown"} {
+			out := strings.Join(strings.Fields(string(render(t, a, AnalysisOptions{Format: format}))), " ")
+			lower := strings.ToLower(out)
+			for _, section := range []string{"time span", "packets", "connections (", "client instances (", "brokers (", "old/new client"} {
+				if strings.Contains(lower, section) != tc.tables {
+					t.Errorf("%d of %d reported, %s: %q shown %v, want %v", tc.reported, tc.runs, format, section, !tc.tables, tc.tables)
+				}
+			}
+			if tc.want != "" && !strings.Contains(out, tc.want) {
+				t.Errorf("%d of %d reported, %s: no %q in\n%s", tc.reported, tc.runs, format, tc.want, out)
+			}
+			if tc.want == "" && strings.Contains(out, "the totals and tables are") {
+				t.Errorf("every run reported, %s: a reports line", format)
+			}
+			if !tc.tables && !strings.Contains(out, "no agent's report was read") {
+				t.Errorf("%s: the tables left out, unsaid", format)
+			}
+			if (tc.reported < tc.runs) != strings.Contains(out, "no report") {
+				t.Errorf("%d of %d reported, %s: the agent's row says 'no report' %v", tc.reported, tc.runs, format, !(tc.reported < tc.runs))
+			}
+		}
 	}
 }

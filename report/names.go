@@ -7,7 +7,8 @@ import (
 )
 
 // The names of the rules' enumerated evidence: value kinds, related
-// frames' roles, answer states and stream kinds. The JSON report writes
+// frames' roles, answer states and stream kinds, and of the connections'
+// profiles. The JSON report writes
 // them, and the records kidscope agents publish (package fleet) carry
 // them, from these tables: a name means one thing in both, and the
 // numbers the rules give those values inside the process never reach a
@@ -140,4 +141,11 @@ var StreamKindNames = newNames(map[rules.StreamKind]string{
 	rules.NotKafkaBytes:      "not-kafka",
 	rules.MissedStart:        "missed-start",
 	rules.UnansweredRequests: "unanswered-requests",
+})
+
+// ProfileNames name the KIP-1313 revision a connection was judged by (JSON
+// connection "profile"); ProfileNone has none.
+var ProfileNames = newNames(map[rules.Profile]string{
+	rules.ProfileSeed:     rules.ProfileSeed.String(),
+	rules.ProfileAccepted: rules.ProfileAccepted.String(),
 })

@@ -38,10 +38,14 @@ func TestNamesCoverEveryValue(t *testing.T) {
 	check("stream kind", StreamKindNames.Len(),
 		func(v int) (string, bool) { return StreamKindNames.Name(rules.StreamKind(v)) },
 		func(s string) (int, bool) { v, ok := StreamKindNames.Value(s); return int(v), ok }, int(rules.AboutRequest)+1)
+	check("profile", ProfileNames.Len(),
+		func(v int) (string, bool) { return ProfileNames.Name(rules.Profile(v)) },
+		func(s string) (int, bool) { v, ok := ProfileNames.Value(s); return int(v), ok }, int(rules.ProfileNone)+1)
 	for _, none := range []bool{
 		func() bool { _, ok := ValueKindNames.Name(rules.ValueNone); return ok }(),
 		func() bool { _, ok := AnswerStateNames.Name(rules.NotAnswerable); return ok }(),
 		func() bool { _, ok := StreamKindNames.Name(rules.AboutRequest); return ok }(),
+		func() bool { _, ok := ProfileNames.Name(rules.ProfileNone); return ok }(),
 	} {
 		if none {
 			t.Error("a value that means none has a name")

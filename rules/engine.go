@@ -494,6 +494,6 @@ func (e *Engine) Result() Result {
 	res.Dropped.Connections, res.Dropped.Instances = e.droppedConns, e.inv.dropped
 	res.Dropped.BrokerConnections = e.brokers.unlistedConn
 	res.Brokers = e.brokers.list()
-	res.Matrix = e.brokers.matrix()
+	res.Matrix = MatrixOf(res.Brokers, e.brokers.unlisted.kinds)
 	return res
 }

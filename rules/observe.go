@@ -49,6 +49,9 @@ type Observation struct {
 	Header []Candidate
 	// Close is how the connection ended.
 	Close CloseInfo
+	// AfterGap: bytes of the connection were lost before it (for a
+	// request, before the request), which its findings say.
+	AfterGap bool
 }
 
 // A Candidate is a finding a rule makes of a request before the precedence
@@ -112,6 +115,7 @@ func (e *Engine) observe(c *conn, o Observation) {
 		e.obs = append(e.obs, Observation{Kind: ObservedOpen, Conn: c.info, Instance: c.firstID, HasInstance: c.hasFirstID})
 	}
 	o.Conn, o.Instance, o.HasInstance = c.info, c.firstID, c.hasFirstID
+	o.AfterGap = o.AfterGap || c.afterGap
 	o.Event.Err, o.Event.Msg.BodyErr = nil, nil
 	o.Event.Msg.Request.ClientID = kept(o.Event.Msg.Request.ClientID)
 	o.Close.ClientID = kept(o.Close.ClientID)
@@ -165,6 +169,9 @@ func (e *Engine) observes(c *conn, q *request) bool {
 // Observations must come in capture order across connections (their
 // frames' time), each connection's opening first.
 func (e *Engine) Replay(o *Observation) []Finding {
+	if c := e.conns[o.Conn.ID]; c != nil && o.AfterGap {
+		c.afterGap = true
+	}
 	switch o.Kind {
 	case ObservedOpen:
 		return e.Open(o.Conn)
@@ -221,6 +228,9 @@ func (e *Engine) observeHeld(c *conn, q *request, header *[]cand) {
 		o.Header = append(o.Header, Candidate{Rule: cd.rule, Expected: cd.expected, Seen: cd.seen, Related: cd.related})
 	}
 	e.observe(c, o)
+	// Lost bytes after the request, before its header rules were chosen,
+	// are not before it.
+	e.obs[len(e.obs)-1].AfterGap = q.afterGap
 	if q.observedAnswer != nil {
 		e.observe(c, Observation{Kind: ObservedResponse, Event: *q.observedAnswer})
 	}

@@ -208,7 +208,6 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			UUID: ff.uuid, Workers: 1},
 		Inputs: []report.Input{{Kind: report.InputTopic, Name: ff.topic, Unhashed: "a Kafka topic"}}}}
 	fleetReport(rep, m)
-	rep.Summary.Files = rep.Files
 	if werr := report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: ff.output, UUID: form, Verbose: rf.verbose,
 		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: true}); werr != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", werr)}
@@ -222,11 +221,15 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	return nil
 }
 
-// fleetReport adds the agents and what the fleet skipped to the report.
+// fleetReport adds the totals of the agents' reports, the agents and what
+// the fleet skipped to the report.
 func fleetReport(rep *report.Analysis, m *fleet.Merger) {
 	counts := m.Counts()
 	rep.Agents, rep.Fleet = m.Agents(), &counts
 	if rep.Agents == nil {
 		rep.Agents = []result.Agent{}
 	}
+	rep.Summary = m.Summary()
+	rep.Summary.Files = m.Files()
+	rep.Files = rep.Summary.Files
 }
