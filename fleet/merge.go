@@ -61,6 +61,7 @@ type Merger struct {
 	kept     *rules.Tally // the findings the fleet reports
 	counts   result.FleetCounts
 	seq      uint64
+	messages int64     // records of Kafka messages and findings (Messages)
 	next     int       // the last connection number given
 	newest   time.Time // the newest record's time
 	again    bool      // the record being replayed was read again
@@ -166,6 +167,9 @@ func (m *Merger) Add(r *Record, again bool) []rules.Finding {
 		}
 		return m.out
 	}
+	if r.Finding != nil || r.Observation != nil && (r.Observation.Kind == "request" || r.Observation.Kind == "response") {
+		m.messages++
+	}
 	at := r.time()
 	if at.After(m.newest) {
 		m.newest = at
@@ -201,6 +205,10 @@ func (m *Merger) Flush() []rules.Finding {
 	}
 	return m.out
 }
+
+// Messages counts the records of Kafka messages (observed requests and
+// responses) and of the agents' findings added.
+func (m *Merger) Messages() int64 { return m.messages }
 
 // Newest is the time of the newest record added.
 func (m *Merger) Newest() time.Time { return m.newest }

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,8 +67,27 @@ type Publisher struct {
 	over atomic.Bool
 	// settle orders the producer's answers with Close, which counts what
 	// has none by then as dropped; an answer after that is not counted.
-	settle  sync.Mutex
-	settled bool
+	// cause is why the last record not delivered was not (Cause), but
+	// for a full buffer, which fullBuffer counts.
+	settle     sync.Mutex
+	settled    bool
+	cause      error
+	fullBuffer int64
+	dialErr    error         // the last connection to a broker that failed
+	closeWait  time.Duration // how long Close waited
+}
+
+// dialHook tells the publisher of a connection to a broker that failed:
+// with Kafka away, the producer gives the records no error of their own
+// before it is closed, and the dial error is what went wrong.
+type dialHook struct{ p *Publisher }
+
+func (h dialHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.p.settle.Lock()
+		h.p.dialErr = err
+		h.p.settle.Unlock()
+	}
 }
 
 // queued is a record on its way to the encoder.
@@ -87,7 +109,9 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 	if opt.DeliveryTimeout <= 0 {
 		opt.DeliveryTimeout = 30 * time.Second
 	}
+	p := &Publisher{opt: opt}
 	kopts := append([]kgo.Opt{
+		kgo.WithHooks(dialHook{p}),
 		kgo.SeedBrokers(opt.Brokers...),
 		kgo.DefaultProduceTopic(opt.Topic),
 		kgo.MaxBufferedRecords(opt.MaxBuffered),
@@ -109,8 +133,8 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	p := &Publisher{opt: opt, cl: cl, run: hex.EncodeToString(b[:]), keys: map[int][]byte{},
-		queue: make(chan queued, queueLen), encoded: make(chan struct{})}
+	p.cl, p.run, p.keys = cl, hex.EncodeToString(b[:]), map[int][]byte{}
+	p.queue, p.encoded = make(chan queued, queueLen), make(chan struct{})
 	go p.encode()
 	p.Hello(false)
 	return p, nil
@@ -195,7 +219,10 @@ func (p *Publisher) send(key []byte, r Record) {
 	select {
 	case p.queue <- queued{key, r}:
 	default: // the encoder is behind: the capture does not wait for it
+		p.settle.Lock()
 		p.dropped.Add(1)
+		p.fullBuffer++
+		p.settle.Unlock()
 	}
 }
 
@@ -207,9 +234,15 @@ func (p *Publisher) encode() {
 		defer p.settle.Unlock()
 		switch {
 		case p.settled:
+		case errors.Is(err, kgo.ErrMaxBuffered):
+			p.dropped.Add(1)
+			p.fullBuffer++
+		case errors.Is(err, kgo.ErrClientClosed):
+			p.dropped.Add(1) // not delivered by Close: Cause says why
 		case err != nil:
 			p.dropped.Add(1)
 			p.away.Store(true)
+			p.cause = err
 		default:
 			p.delivered.Add(1)
 		}
@@ -217,7 +250,10 @@ func (p *Publisher) encode() {
 	for q := range p.queue {
 		value, err := json.Marshal(&q.rec)
 		if err != nil {
+			p.settle.Lock()
 			p.dropped.Add(1)
+			p.cause = fmt.Errorf("encode a record: %w", err)
+			p.settle.Unlock()
 			continue
 		}
 		rec := &kgo.Record{Key: q.key, Value: value}
@@ -244,5 +280,24 @@ func (p *Publisher) Close(wait time.Duration) {
 	p.settle.Lock()
 	p.settled = true
 	p.dropped.Add(p.published.Load() - p.delivered.Load() - p.dropped.Load())
+	p.closeWait = wait
 	p.settle.Unlock()
+}
+
+// Cause is why records were dropped: the last error the producer gave
+// for a record it did not deliver (the broker's, or the connection's: its
+// text comes from outside kidscope, escape it), nil when none; and how
+// many were dropped because the buffer was full (MaxBuffered, or the
+// hand-over to the encoder).
+func (p *Publisher) Cause() (last error, fullBuffer int64) {
+	p.settle.Lock()
+	defer p.settle.Unlock()
+	switch {
+	case p.cause != nil || p.dropped.Load() == p.fullBuffer:
+		return p.cause, p.fullBuffer
+	case p.dialErr != nil:
+		// Kafka away: the records waited for a connection until Close.
+		return p.dialErr, p.fullBuffer
+	}
+	return fmt.Errorf("not delivered in the %v a stopping agent waits", p.closeWait), p.fullBuffer
 }

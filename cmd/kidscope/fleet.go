@@ -77,6 +77,9 @@ later schema, is skipped and counted, and said once.`,
 	fl.StringVar(&ff.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9465)")
 	fl.BoolVarP(&ff.quiet, "quiet", "q", false, "no finding lines on stderr while it runs (with a document format)")
 	rf.register(cmd)
+	// The fleet decodes no capture: what it checks is what its agents
+	// decoded and published.
+	fl.Lookup("require-kafka").Usage = "exit 2 when no record on the topic holds a Kafka message (an empty topic, a wrong --topic, agents that decoded none): nothing was checked"
 	ff.kafka.register(cmd, "")
 	_ = cmd.MarkFlagRequired("brokers")
 	return cmd
@@ -212,10 +215,17 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: true}); werr != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", werr)}
 	}
+	checked := m.Messages() > 0 || rep.Summary.Requests+rep.Summary.Responses > 0
+	if !checked {
+		fmt.Fprintf(os.Stderr, "kidscope: no record on topic %s holds a Kafka message (records read: %d): nothing was checked\n",
+			report.SafeText(ff.topic), m.Counts().Records)
+	}
 	switch {
 	case choice.failing(&res):
 		return &exitError{code: exitFindings}
 	case err != nil && ctx.Err() == nil:
+		return &exitError{code: exitBadInput}
+	case !checked && rf.requireKafka:
 		return &exitError{code: exitBadInput}
 	}
 	return nil
