@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kidscope/kidscope/result"
 )
@@ -15,30 +16,88 @@ import (
 // agentBrokersShown is how many broker endpoints an agent's row lists.
 const agentBrokersShown = 4
 
+// agentColumn is the width of the agent and source column: with an IPv4
+// broker, counts in the millions and a time of day, the table is 79
+// columns wide.
+const agentColumn = 24
+
+// names is a name from the topic (an agent's, its files'), shown escaped
+// in lines of at most width characters: broken after its separators (/ \
+// - _ . , : and spaces) but never inside a part between two of them; a
+// part longer than width is cut, with an ellipsis at its end. Markdown
+// takes it whole.
+func (st *docStyle) names(s string, width int) []string {
+	if st.md {
+		return []string{shown(s)}
+	}
+	var parts []string
+	start := 0
+	for i, r := range s {
+		if strings.ContainsRune("/\\-_.,: ", r) {
+			parts = append(parts, s[start:i+utf8.RuneLen(r)])
+			start = i + utf8.RuneLen(r)
+		}
+	}
+	if start < len(s) {
+		parts = append(parts, s[start:])
+	}
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		p = shown(p)
+		if cur != "" && utf8.RuneCountInString(cur+p) > width {
+			lines = append(lines, strings.TrimRight(cur, " "))
+			cur = ""
+		}
+		if utf8.RuneCountInString(p) > width {
+			p = shorten(p, width)
+		}
+		cur += p
+	}
+	if cur != "" || len(lines) == 0 {
+		lines = append(lines, strings.TrimRight(cur, " "))
+	}
+	return lines
+}
+
 func agentBlocks(a *Analysis, st *docStyle) []block {
 	if a.Agents == nil && a.Fleet == nil {
 		return nil
 	}
 	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Agents (%s)", commas(int64(len(a.Agents))))))}}
 	if len(a.Agents) > 0 {
-		g := &grid{header: []string{"AGENT", "SOURCE", "BROKERS", "RECORDS", "DROPPED", "LAST SEEN"}}
+		// Four columns, so that the table fits 80 columns with IPv4
+		// brokers: the agent over its source, the records read over those
+		// it dropped. Names and sources break after their separators,
+		// never inside a word.
+		g := &grid{header: []string{"AGENT\nSOURCE", "BROKERS", "RECORDS\nDROPPED", "LAST SEEN"}}
 		if st.md {
-			g.header = []string{"Agent", "Source", "Brokers seen", "Records read", "Dropped by the agent", "Last seen"}
+			g.header = []string{"Agent / source", "Brokers seen", "Records read / dropped by the agent", "Last seen"}
 		}
 		for i := range a.Agents {
 			ag := &a.Agents[i]
-			name := []string{ag.Name}
+			agent := st.names(ag.Name, agentColumn)
+			var state []string
 			if ag.Runs > 1 {
-				name = append(name, fmt.Sprintf("(%d runs)", ag.Runs))
+				state = append(state, fmt.Sprintf("%d runs", ag.Runs))
 			}
 			if ag.Stopped {
-				name = append(name, "stopped")
+				state = append(state, "stopped")
 			}
 			if ag.Reported < ag.Runs {
-				name = append(name, "no report")
+				state = append(state, "no report")
 			}
-			g.rows = append(g.rows, [][]string{name, st.wrap(ag.Source, 24), agentBrokers(ag), {commas(ag.Records)},
-				{commas(ag.Dropped)}, {st.clock(ag.LastSeen)}})
+			if len(state) > 0 {
+				agent = append(agent, "("+strings.Join(state, ", ")+")")
+			}
+			source := st.names(ag.Source, agentColumn)
+			if st.md {
+				agent = []string{strings.Join(agent, " ") + " / " + strings.Join(source, "")}
+			} else {
+				agent = append(agent, source...)
+			}
+			g.rows = append(g.rows, [][]string{agent, agentBrokers(ag), {commas(ag.Records), commas(ag.Dropped)},
+				{st.clock(ag.LastSeen)}})
 		}
 		blocks = append(blocks, block{kind: blockGrid, grid: g})
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kidscope/kidscope/result"
 )
@@ -154,6 +155,75 @@ func TestFleetTablesFromReports(t *testing.T) {
 			if (tc.reported < tc.runs) != strings.Contains(out, "no report") {
 				t.Errorf("%d of %d reported, %s: the agent's row says 'no report' %v", tc.reported, tc.runs, format, !(tc.reported < tc.runs))
 			}
+		}
+	}
+}
+
+// TestAgentsTableWidth: the AGENTS table fits 80 columns with long agent
+// names and sources and IPv4 brokers, and breaks names only after their
+// separators: each cell's lines, joined, give the name back, and no line
+// ends inside a part between two separators (it was 89 columns wide and
+// broke tel-push-after-terminating as tel-pus|h-after-…).
+func TestAgentsTableWidth(t *testing.T) {
+	source := "samples/captures/tel-push-after-terminating.pcapng,samples/captures/inst-shared.pcapng"
+	a := &Analysis{Files: []string{"x"}, Fleet: &result.FleetCounts{Records: 10, Runs: 1, Reported: 1},
+		Agents: []result.Agent{{Name: "tel-push-after-terminating", Source: source, Runs: 1, Reported: 1, Stopped: true,
+			Brokers: []netip.AddrPort{netip.MustParseAddrPort("192.168.100.200:19092")}, Records: 1234567, Dropped: 1234567,
+			LastSeen: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}}}
+	out := string(render(t, a, AnalysisOptions{Format: "table"}))
+	_, agents, _ := strings.Cut(out, "AGENTS (1)\n")
+	agents, _, _ = strings.Cut(agents, "└")
+	var cells []string
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("%d columns: %s", n, l)
+		}
+	}
+	for _, l := range strings.Split(agents, "\n") {
+		if f := strings.Split(l, "│"); len(f) == 6 {
+			cells = append(cells, strings.TrimSpace(f[1]))
+		}
+	}
+	// The first column: the header's two lines, the name, the state, then
+	// the source.
+	state := slices.Index(cells, "(stopped)")
+	if len(cells) < 5 || cells[0] != "AGENT" || state < 3 {
+		t.Fatalf("first column %q in\n%s", cells, out)
+	}
+	for _, c := range []struct {
+		what  string
+		lines []string
+		want  string
+	}{{"name", cells[2:state], a.Agents[0].Name}, {"source", cells[state+1:], source}} {
+		if got := strings.Join(c.lines, ""); got != c.want {
+			t.Errorf("%s in lines %q, joined %q", c.what, c.lines, got)
+		}
+		for _, l := range c.lines[:len(c.lines)-1] {
+			if !strings.ContainsAny(l[len(l)-1:], "/-_.,:") {
+				t.Errorf("a line of the %s ends inside a word: %q", c.what, l)
+			}
+		}
+	}
+}
+
+// TestNames: names from the topic break after separators, are escaped,
+// and a part longer than the width is cut with an ellipsis.
+func TestNames(t *testing.T) {
+	st := &docStyle{}
+	for _, tc := range []struct {
+		in    string
+		width int
+		want  []string
+	}{
+		{"host-1", 26, []string{"host-1"}},
+		{"samples/captures/tel-push-after-terminating.pcapng", 26, []string{"samples/captures/tel-push-", "after-terminating.pcapng"}},
+		{"a-very-long-agent-name-without-an-end", 10, []string{"a-very-", "long-", "agent-", "name-", "without-", "an-end"}},
+		{"abcdefghijklmnopqrstuvwxyz/x", 10, []string{"abcdefghi…", "x"}},
+		{"evil\x1b[2J-host", 26, []string{`evil\x1b[2J-host`}},
+		{"", 26, []string{""}},
+	} {
+		if got := st.names(tc.in, tc.width); !slices.Equal(got, tc.want) {
+			t.Errorf("names(%q, %d) = %q, want %q", tc.in, tc.width, got, tc.want)
 		}
 	}
 }
