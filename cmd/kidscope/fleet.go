@@ -60,7 +60,10 @@ one-shot report, without a group.
 Records are held --window (5s) by their capture time before they are checked, so that the
 records of several agents (and partitions) are checked in time order; once no record has come
 for --flush-after (5s), everything held is checked. A record that is not kidscope's, or of a
-later schema, is skipped and counted, and said once.`,
+later schema, is skipped and counted, and said once.
+
+To try it on one machine: kidscope try-kafka runs an in-memory Kafka and prints the commands
+that use it (docs/fleet-try.md in the repository walks through them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, &ff, &rf) },
 	}

@@ -62,7 +62,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 	}
 	registerColor(root)
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(), newSamplesCmd(), newVersionCmd())
+	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(), newSamplesCmd(), newVersionCmd(), newTryKafkaCmd())
 	completeFlags(root)
 	return root, writeProfiles
 }
