@@ -284,20 +284,20 @@ func (p *Publisher) Close(wait time.Duration) {
 	p.settle.Unlock()
 }
 
-// Cause is why records were dropped: the last error the producer gave
-// for a record it did not deliver (the broker's, or the connection's: its
-// text comes from outside kidscope, escape it), nil when none; and how
-// many were dropped because the buffer was full (MaxBuffered, or the
-// hand-over to the encoder).
-func (p *Publisher) Cause() (last error, fullBuffer int64) {
+// Cause is why records were dropped: how many because the buffer was full
+// (MaxBuffered, or the hand-over to the encoder), and the last error the
+// producer gave for a record it did not deliver (the broker's, or the
+// connection's: its text comes from outside kidscope, escape it), nil
+// when none.
+func (p *Publisher) Cause() (fullBuffer int64, last error) {
 	p.settle.Lock()
 	defer p.settle.Unlock()
 	switch {
 	case p.cause != nil || p.dropped.Load() == p.fullBuffer:
-		return p.cause, p.fullBuffer
+		return p.fullBuffer, p.cause
 	case p.dialErr != nil:
 		// Kafka away: the records waited for a connection until Close.
-		return p.dialErr, p.fullBuffer
+		return p.fullBuffer, p.dialErr
 	}
-	return fmt.Errorf("not delivered in the %v a stopping agent waits", p.closeWait), p.fullBuffer
+	return p.fullBuffer, fmt.Errorf("not delivered in the %v a stopping agent waits", p.closeWait)
 }

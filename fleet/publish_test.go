@@ -92,7 +92,7 @@ func TestPublisherCountsAddUp(t *testing.T) {
 		}
 		// Why: the producer gave the records no error of their own
 		// (closed), the dial did.
-		if last, full := p.Cause(); last == nil || !strings.Contains(last.Error(), "dial") || full != 0 {
+		if full, last := p.Cause(); last == nil || !strings.Contains(last.Error(), "dial") || full != 0 {
 			t.Errorf("Kafka away: cause %v, %d past the buffer", last, full)
 		}
 	}

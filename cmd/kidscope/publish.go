@@ -231,7 +231,7 @@ func sayPublished(pub *fleet.Publisher, topic string) {
 	line := fmt.Sprintf("kidscope: published %d records to topic %s: %d delivered", published, topic, delivered)
 	if dropped > 0 {
 		var why []string
-		last, full := pub.Cause()
+		full, last := pub.Cause()
 		if last != nil {
 			why = append(why, "the last error: "+report.SafeText(last.Error()))
 		}
