@@ -74,14 +74,8 @@ func TestFleetReportEqualsAnalyzeOfTheUnion(t *testing.T) {
 	if f := fleetDoc.Fleet; f.Runs != len(sectionCaptures) || f.Reported != f.Runs || f.Missing != 0 {
 		t.Errorf("the fleet read the reports of %d of %d runs (%d rows missing), want all %d", f.Reported, f.Runs, f.Missing, len(sectionCaptures))
 	}
-	want, got := sections(t, union, ""), sections(t, out, "agent")
-	for _, s := range []string{"summary", "findings", "connections", "instances", "brokers", "matrix", "finding_counts"} {
-		if !reflect.DeepEqual(got[s], want[s]) {
-			g, _ := json.MarshalIndent(got[s], "", " ")
-			w, _ := json.MarshalIndent(want[s], "", " ")
-			t.Errorf("%s: the fleet's\n%s\nanalyze's\n%s", s, g, w)
-		}
-	}
+	want, got := sections(t, union, normal{}), sections(t, out, normal{agentFiles: true})
+	sameSections(t, got, want)
 	if n := len(want["findings"].([]any)); n < 10 {
 		t.Errorf("%d findings: the captures show too little", n)
 	}
@@ -92,11 +86,32 @@ func TestFleetReportEqualsAnalyzeOfTheUnion(t *testing.T) {
 	}
 }
 
+// sameSections compares the fleet's sections with analyze's.
+func sameSections(t *testing.T, got, want map[string]any) {
+	t.Helper()
+	for _, s := range []string{"summary", "findings", "connections", "instances", "brokers", "matrix", "finding_counts"} {
+		if !reflect.DeepEqual(got[s], want[s]) {
+			g, _ := json.MarshalIndent(got[s], "", " ")
+			w, _ := json.MarshalIndent(want[s], "", " ")
+			t.Errorf("%s: the fleet's\n%s\nanalyze's\n%s", s, g, w)
+		}
+	}
+}
+
+// normal says how a report is normalised for comparison.
+type normal struct {
+	// agentFiles: the fleet's report, which names files agent:file.
+	agentFiles bool
+	// frameless: the files and frame numbers are left out, for a union
+	// that renumbers the frames (mergecap); connections are named by
+	// their endpoints and first time.
+	frameless bool
+}
+
 // sections are a JSON report's sections, normalised: file names without
-// the agent (agentFiles: the fleet's, "agent:file"), connections named by
-// their endpoints and first frame rather than numbered, tcp.stream left
-// out, lists in one order.
-func sections(t *testing.T, out string, agentFiles string) map[string]any {
+// the agent, connections named by their endpoints and first frame rather
+// than numbered, tcp.stream left out, lists in one order.
+func sections(t *testing.T, out string, n normal) map[string]any {
 	t.Helper()
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
@@ -104,7 +119,7 @@ func sections(t *testing.T, out string, agentFiles string) map[string]any {
 	}
 	file := func(v any) any {
 		s, ok := v.(string)
-		if !ok || agentFiles == "" {
+		if !ok || !n.agentFiles {
 			return v
 		}
 		_, f, found := strings.Cut(s, ":")
@@ -119,6 +134,9 @@ func sections(t *testing.T, out string, agentFiles string) map[string]any {
 		c := c.(map[string]any)
 		first := c["first"].(map[string]any)
 		names[c["id"].(float64)] = fmt.Sprintf("%s→%s from %v:%v", c["client"], c["broker"], file(first["file"]), first["frame"])
+		if n.frameless {
+			names[c["id"].(float64)] = fmt.Sprintf("%s→%s from %v", c["client"], c["broker"], first["time"])
+		}
 	}
 	conn := func(v any) any {
 		n, ok := names[v.(float64)]
@@ -132,6 +150,11 @@ func sections(t *testing.T, out string, agentFiles string) map[string]any {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
+				switch {
+				case n.frameless && (k == "file" || k == "files" || strings.HasSuffix(k, "frame") || strings.HasSuffix(k, "frames")):
+					delete(v, k)
+					continue
+				}
 				switch k {
 				case "file":
 					v[k] = file(x)
@@ -180,13 +203,15 @@ func sections(t *testing.T, out string, agentFiles string) map[string]any {
 		ev := b["evidence"].([]any)
 		slices.SortFunc(ev, func(x, y any) int { return cmp.Compare(fmt.Sprint(x), fmt.Sprint(y)) })
 		for _, k := range []string{"evidence_frames", "enforce_frames", "ignore_frames"} {
-			slices.SortFunc(b[k].([]any), func(x, y any) int { return cmp.Compare(x.(float64), y.(float64)) })
+			if l, ok := b[k].([]any); ok {
+				slices.SortFunc(l, func(x, y any) int { return cmp.Compare(x.(float64), y.(float64)) })
+			}
 		}
 	}
 	str := func(m map[string]any) string { b, _ := json.Marshal(m); return string(b) }
 	return map[string]any{
 		"summary":        doc["summary"],
-		"findings":       list("findings", func(m map[string]any) string { return fmt.Sprint(m["file"], m["frame"], m["rule"], str(m)) }),
+		"findings":       list("findings", func(m map[string]any) string { return fmt.Sprint(m["time"], m["file"], m["frame"], m["rule"], str(m)) }),
 		"connections":    list("connections", func(m map[string]any) string { return m["id"].(string) }),
 		"instances":      list("instances", func(m map[string]any) string { return m["instance_id"].(string) }),
 		"brokers":        list("brokers", func(m map[string]any) string { return m["broker"].(string) }),
