@@ -162,8 +162,7 @@ func TestFleetTablesFromReports(t *testing.T) {
 // TestAgentsTableWidth: the AGENTS table fits 80 columns with long agent
 // names and sources and IPv4 brokers, and breaks names only after their
 // separators: each cell's lines, joined, give the name back, and no line
-// ends inside a part between two separators (it was 89 columns wide and
-// broke tel-push-after-terminating as tel-pus|h-after-…).
+// ends inside a part between two separators.
 func TestAgentsTableWidth(t *testing.T) {
 	source := "samples/captures/tel-push-after-terminating.pcapng,samples/captures/inst-shared.pcapng"
 	a := &Analysis{Files: []string{"x"}, Fleet: &result.FleetCounts{Records: 10, Runs: 1, Reported: 1},
