@@ -1,6 +1,7 @@
 // Package fleet owns what kidscope agents on many broker hosts publish to
 // a Kafka topic (live --publish, analyze --publish) and how kidscope fleet
-// reads it back: the records' versioned JSON schema (record.go), the
+// reads it back: the records' versioned JSON schema (record.go; schema
+// 1, which named less, is read through schema1.go), the
 // producer that never blocks the capture (publish.go), and the Merger,
 // which puts every agent's records in time order and replays their
 // observations into one rules engine, so that the rules across
@@ -14,6 +15,12 @@
 // ID; the client's IP address for a client that sends none), so that one
 // instance's records meet on one partition, where a fleet member reads
 // them in order.
+//
+// When a run stops, its agent publishes its report (agentreport.go): its
+// totals and its tables of connections, client instances and brokers. The
+// fleet's report shows their union in every section, as analyze over
+// every agent's capture would (tables.go), and says of how many runs they
+// are; with none read it leaves them out.
 //
 // The fleet's findings are its own engine's for the rules across
 // connections, and for the §1 precedence on the requests it replayed, and

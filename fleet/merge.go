@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"container/heap"
+	"errors"
 	"slices"
 	"time"
 
@@ -20,6 +21,9 @@ type Options struct {
 	// MaxAgents bounds the agents listed (default 10,000); the records of
 	// others are replayed but their agent is not listed.
 	MaxAgents int
+	// MaxReportRows bounds the rows of the agents' reports kept (default
+	// 200,000); past it they are counted.
+	MaxReportRows int
 }
 
 // agent is what the fleet knows of one agent.
@@ -42,8 +46,13 @@ type Merger struct {
 	files   []string
 	fileIdx map[fileKey]int
 	conns   map[connKey]fleetConn
-	agents  map[string]*agent
-	order   []string // agents in the order first seen
+	ids     map[connKey]int // the fleet's numbers of the agents' connections
+	// reports are the agent runs' reports, in the order first seen.
+	reports     map[runKey]*runReport
+	reportOrder []runKey
+	rows        int // report rows kept
+	agents      map[string]*agent
+	order       []string // agents in the order first seen
 	// replayed are the requests the engine replayed, whose ranked findings
 	// (RULES.md §1) it decides: an agent's ranked finding on one of them
 	// is not taken.
@@ -52,6 +61,7 @@ type Merger struct {
 	kept     *rules.Tally // the findings the fleet reports
 	counts   result.FleetCounts
 	seq      uint64
+	messages int64     // records of Kafka messages and findings (Messages)
 	next     int       // the last connection number given
 	newest   time.Time // the newest record's time
 	again    bool      // the record being replayed was read again
@@ -94,13 +104,24 @@ func NewMerger(opt Options) *Merger {
 	if opt.MaxAgents <= 0 {
 		opt.MaxAgents = 10000
 	}
-	if opt.Rules.MaxFindings <= 0 {
-		opt.Rules.MaxFindings = 50000
+	if opt.MaxReportRows <= 0 {
+		opt.MaxReportRows = 200000
+	}
+	// The engine's defaults, which the fleet's tables keep too.
+	for _, c := range []struct {
+		v   *int
+		def int
+	}{{&opt.Rules.MaxFindings, 50000}, {&opt.Rules.MaxConnections, 20000}, {&opt.Rules.MaxInstances, 20000},
+		{&opt.Rules.MaxBrokers, 1000}, {&opt.Rules.MaxEvidence, 1000}} {
+		if *c.v <= 0 {
+			*c.v = c.def
+		}
 	}
 	ro := opt.Rules
 	ro.Replay, ro.Observe = true, false
-	return &Merger{opt: opt, engine: rules.New(ro), fileIdx: map[fileKey]int{}, conns: map[connKey]fleetConn{},
-		agents: map[string]*agent{}, replayed: newGenerations[frameKey](100000), emitted: newGenerations[findingKey](100000),
+	return &Merger{opt: opt, engine: rules.New(ro), fileIdx: map[fileKey]int{}, conns: map[connKey]fleetConn{}, ids: map[connKey]int{},
+		reports: map[runKey]*runReport{},
+		agents:  map[string]*agent{}, replayed: newGenerations[frameKey](100000), emitted: newGenerations[findingKey](100000),
 		kept: rules.NewTally(opt.Rules.MaxFindings)}
 }
 
@@ -131,6 +152,11 @@ func (m *Merger) Add(r *Record, again bool) []rules.Finding {
 			a.Runs++
 		}
 	}
+	switch r.Type {
+	case TypeConnection, TypeInstance, TypeBroker, TypeSummary:
+		m.addReport(r)
+		return m.out
+	}
 	if r.Type == TypeAgent {
 		if a != nil {
 			h := r.Hello
@@ -140,6 +166,9 @@ func (m *Merger) Add(r *Record, again bool) []rules.Finding {
 			}
 		}
 		return m.out
+	}
+	if r.Finding != nil || r.Observation != nil && (r.Observation.Kind == "request" || r.Observation.Kind == "response") {
+		m.messages++
 	}
 	at := r.time()
 	if at.After(m.newest) {
@@ -176,6 +205,10 @@ func (m *Merger) Flush() []rules.Finding {
 	}
 	return m.out
 }
+
+// Messages counts the records of Kafka messages (observed requests and
+// responses) and of the agents' findings added.
+func (m *Merger) Messages() int64 { return m.messages }
 
 // Newest is the time of the newest record added.
 func (m *Merger) Newest() time.Time { return m.newest }
@@ -232,11 +265,22 @@ func (m *Merger) conn(d *decoder, r *Record, w WireConn) fleetConn {
 	k := connKey{r.Agent, r.Run, w.ID}
 	c, ok := m.conns[k]
 	if !ok {
-		m.next++
-		c = fleetConn{Conn: d.conn(w, m.next)}
+		c = fleetConn{Conn: d.conn(w, m.connID(k))}
 		m.conns[k] = c
 	}
 	return c
+}
+
+// connID is the fleet's number of an agent's connection, given in the
+// order the fleet first read of it.
+func (m *Merger) connID(k connKey) int {
+	id, ok := m.ids[k]
+	if !ok {
+		m.next++
+		id = m.next
+		m.ids[k] = id
+	}
+	return id
 }
 
 func (m *Merger) replay(p pendingRecord) {
@@ -250,7 +294,7 @@ func (m *Merger) replay(p pendingRecord) {
 		c := m.conn(d, r, w.Conn)
 		o := d.observation(w, c.ID)
 		if d.err != nil {
-			m.counts.Unreadable++
+			m.undecodable(d.err)
 			return
 		}
 		switch {
@@ -281,7 +325,7 @@ func (m *Merger) replay(p pendingRecord) {
 		w := r.Finding
 		f := d.finding(w, m.conn(d, r, w.Conn).Conn)
 		if d.err != nil {
-			m.counts.Unreadable++
+			m.undecodable(d.err)
 			return
 		}
 		if rules.CrossConnection(f.Rule) {
@@ -291,6 +335,16 @@ func (m *Merger) replay(p pendingRecord) {
 			return // decided by the fleet's engine, with every agent in view
 		}
 		m.take(f)
+	}
+}
+
+// undecodable counts a record whose contents could not be read: of a
+// later schema (a name this kidscope does not know), or not kidscope's.
+func (m *Merger) undecodable(err error) {
+	if errors.Is(err, ErrFutureSchema) {
+		m.counts.Future++
+	} else {
+		m.counts.Unreadable++
 	}
 }
 
@@ -319,19 +373,35 @@ func (m *Merger) Agents() []result.Agent {
 	for _, n := range m.order {
 		a := m.agents[n].Agent
 		a.Brokers = slices.Clone(a.Brokers)
+		for run := range m.agents[n].runs {
+			if rr := m.reports[runKey{n, run}]; rr != nil && rr.summary != nil {
+				a.Reported++
+			}
+		}
 		out = append(out, a)
 	}
 	return out
 }
 
-// Counts returns what the fleet skipped or put aside.
-func (m *Merger) Counts() result.FleetCounts { return m.counts }
+// Counts returns what the fleet read, skipped or put aside, and how many
+// agent runs' reports it read.
+func (m *Merger) Counts() result.FleetCounts {
+	c := m.counts
+	for _, a := range m.agents {
+		c.Runs += int64(a.Runs)
+	}
+	for _, rr := range m.reported() {
+		c.Reported++
+		c.ReportRowsMissing += int64(max(rr.wantRows-rr.rows(), 0))
+	}
+	return c
+}
 
-// Result is what the fleet found: its findings, and the connections and
-// instances its engine saw (the connections that carried what the rules
-// across connections read). Call it after Flush.
+// Result is what the fleet found: its findings, and the tables of its
+// agents' reports (tables.go). Call it after Flush.
 func (m *Merger) Result() rules.Result {
 	res := m.engine.Result()
+	m.tables(&res)
 	m.kept.Fill(&res)
 	slices.SortStableFunc(res.Findings, func(a, b rules.Finding) int {
 		if c := a.At.Time.Compare(b.At.Time); c != 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
 	"github.com/kidscope/kidscope/reassembly"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -59,10 +61,17 @@ func (a *agents) Found(f *rules.Finding, c kafka.Conn) {
 	a.add(a.agentOf(c), fleet.Record{Type: fleet.TypeFinding, Finding: fleet.EncodeFinding(f, c, a.files)})
 }
 
-// key is a finding as both sides can name it.
+// key is a finding as both sides can name it (the fleet numbers files
+// otherwise): its evidence, the broker's answer and the related frames
+// with their roles.
 func key(f rules.Finding) string {
-	return fmt.Sprintf("%s frame %d %s %s→%s exp %+v seen %+v also %v", f.Rule, f.At.Frame, f.At.Time.UTC().Format("15:04:05.000000"),
-		f.Conn.Client, f.Conn.Broker, f.Expected, f.Seen, f.Also)
+	var related []string
+	for _, r := range f.Related {
+		role, _ := report.RoleNames.Name(r.Role)
+		related = append(related, fmt.Sprintf("%d %s", r.Frame.Frame, role))
+	}
+	return fmt.Sprintf("%s frame %d %s %s→%s exp %+v seen %+v also %v answer %+v after gap %v related %v", f.Rule, f.At.Frame, f.At.Time.UTC().Format("15:04:05.000000"),
+		f.Conn.Client, f.Conn.Broker, f.Expected, f.Seen, f.Also, f.Answer, f.AfterGap, related)
 }
 
 // TestMergerEqualsOneEngine: for every bundled sample and real-client
@@ -120,5 +129,64 @@ func TestMergerEqualsOneEngine(t *testing.T) {
 	t.Logf("%d captures, %d findings of rules across connections", len(files), crossSeen)
 	if crossSeen == 0 {
 		t.Error("no capture has a finding of a rule across connections: the test shows nothing")
+	}
+}
+
+// TestReportsReadTwice: a fleet member that reads a partition again (a
+// rebalance) reads the agents' reports again: the tables and totals are
+// the same as read once, and a run whose report was not read (its rows
+// but not its summary) counts as not reported and shows nothing.
+func TestReportsReadTwice(t *testing.T) {
+	var records [][]byte
+	for i, name := range []string{"inst-shared", "broker-mixed", "stream-lost-segment"} {
+		file := filepath.Join("..", "samples", "captures", name+".pcapng")
+		ag := &agents{file: filepath.Base(file)}
+		run, err := pipeline.Run(context.Background(), pipeline.Options{Files: []string{file},
+			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}, Rules: &pipeline.Check{}}, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reportRecs := fleet.EncodeReport(&run.Summary, &run.Rules, ag.files)
+		if i == 2 {
+			reportRecs = reportRecs[:len(reportRecs)-1] // its summary not read
+		}
+		for _, r := range reportRecs {
+			ag.add("agent-"+name, r)
+		}
+		records = append(records, ag.records...)
+	}
+	read := func(times int) (*fleet.Merger, rules.Result) {
+		m := fleet.NewMerger(fleet.Options{})
+		for i := range times {
+			for _, b := range records {
+				r, err := fleet.Decode(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Add(r, i > 0)
+			}
+		}
+		m.Flush()
+		return m, m.Result()
+	}
+	m1, once := read(1)
+	m2, twice := read(2)
+	for _, s := range []struct {
+		name      string
+		got, want any
+	}{
+		{"connections", twice.Connections, once.Connections}, {"instances", twice.Instances, once.Instances},
+		{"brokers", twice.Brokers, once.Brokers}, {"matrix", twice.Matrix, once.Matrix},
+		{"summary", m2.Summary(), m1.Summary()}, {"dropped", twice.Dropped, once.Dropped},
+	} {
+		if !reflect.DeepEqual(s.got, s.want) {
+			t.Errorf("%s read twice:\n%+v\nread once:\n%+v", s.name, s.got, s.want)
+		}
+	}
+	if c := m2.Counts(); c.Reported != 2 {
+		t.Errorf("%d runs reported of %d, want 2 (the third's summary was not read)", c.Reported, c.Runs)
+	}
+	if s := m1.Summary(); s.Capture.Packets == 0 || len(once.Connections) == 0 || len(once.Brokers) == 0 {
+		t.Errorf("nothing read: %d packets, %d connections, %d brokers", s.Capture.Packets, len(once.Connections), len(once.Brokers))
 	}
 }

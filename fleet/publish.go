@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -58,10 +62,32 @@ type Publisher struct {
 	dropped   atomic.Int64
 	delivered atomic.Int64
 	away      atomic.Bool // a record was not delivered: Wait no longer waits
+	// over: the capture is over (Report), so what is sent waits for Kafka
+	// as Wait does.
+	over atomic.Bool
 	// settle orders the producer's answers with Close, which counts what
 	// has none by then as dropped; an answer after that is not counted.
-	settle  sync.Mutex
-	settled bool
+	// cause is why the last record not delivered was not (Cause), but
+	// for a full buffer, which fullBuffer counts.
+	settle     sync.Mutex
+	settled    bool
+	cause      error
+	fullBuffer int64
+	dialErr    error         // the last connection to a broker that failed
+	closeWait  time.Duration // how long Close waited
+}
+
+// dialHook tells the publisher of a connection to a broker that failed:
+// with Kafka away, the producer gives the records no error of their own
+// before it is closed, and the dial error is what went wrong.
+type dialHook struct{ p *Publisher }
+
+func (h dialHook) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.p.settle.Lock()
+		h.p.dialErr = err
+		h.p.settle.Unlock()
+	}
 }
 
 // queued is a record on its way to the encoder.
@@ -83,7 +109,9 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 	if opt.DeliveryTimeout <= 0 {
 		opt.DeliveryTimeout = 30 * time.Second
 	}
+	p := &Publisher{opt: opt}
 	kopts := append([]kgo.Opt{
+		kgo.WithHooks(dialHook{p}),
 		kgo.SeedBrokers(opt.Brokers...),
 		kgo.DefaultProduceTopic(opt.Topic),
 		kgo.MaxBufferedRecords(opt.MaxBuffered),
@@ -105,8 +133,8 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	p := &Publisher{opt: opt, cl: cl, run: hex.EncodeToString(b[:]), keys: map[int][]byte{},
-		queue: make(chan queued, queueLen), encoded: make(chan struct{})}
+	p.cl, p.run, p.keys = cl, hex.EncodeToString(b[:]), map[int][]byte{}
+	p.queue, p.encoded = make(chan queued, queueLen), make(chan struct{})
 	go p.encode()
 	p.Hello(false)
 	return p, nil
@@ -153,10 +181,30 @@ func keyOf(c kafka.Conn, id kafka.UUID, has bool) []byte {
 	return []byte(c.Client.Addr().String())
 }
 
+// waits reports whether what is sent waits for Kafka rather than drop:
+// with Wait or once the capture is over, while Kafka takes records.
+func (p *Publisher) waits() bool {
+	return (p.opt.Wait || p.over.Load()) && !p.away.Load()
+}
+
+// Report publishes the run's report (EncodeReport: its totals and tables)
+// when the run is over, before Close: a capture that ended can wait for
+// Kafka, so its rows are not dropped past the buffer.
+func (p *Publisher) Report(sum *result.Summary, res *rules.Result) {
+	p.over.Store(true)
+	for _, r := range EncodeReport(sum, res, p.opt.Files) {
+		p.send(p.agentKey(), r)
+	}
+}
+
+// agentKey is the key of the agent's own records: its descriptions and
+// its report, which are read in the order sent.
+func (p *Publisher) agentKey() []byte { return []byte("agent:" + p.opt.Agent) }
+
 // Hello publishes the agent's description and counts; stopping says it is
 // the last.
 func (p *Publisher) Hello(stopping bool) {
-	p.send([]byte("agent:"+p.opt.Agent), Record{Type: TypeAgent, Hello: &Hello{Time: time.Now().UTC(), Source: p.opt.Source,
+	p.send(p.agentKey(), Record{Type: TypeAgent, Hello: &Hello{Time: time.Now().UTC(), Source: p.opt.Source,
 		Version: p.opt.Version, Published: p.published.Load(), Dropped: p.dropped.Load(), Stopping: stopping}})
 }
 
@@ -164,14 +212,17 @@ func (p *Publisher) send(key []byte, r Record) {
 	p.seq++
 	r.Schema, r.Agent, r.Run, r.Seq = SchemaVersion, p.opt.Agent, p.run, p.seq
 	p.published.Add(1)
-	if p.opt.Wait && !p.away.Load() {
+	if p.waits() {
 		p.queue <- queued{key, r}
 		return
 	}
 	select {
 	case p.queue <- queued{key, r}:
 	default: // the encoder is behind: the capture does not wait for it
+		p.settle.Lock()
 		p.dropped.Add(1)
+		p.fullBuffer++
+		p.settle.Unlock()
 	}
 }
 
@@ -183,9 +234,15 @@ func (p *Publisher) encode() {
 		defer p.settle.Unlock()
 		switch {
 		case p.settled:
+		case errors.Is(err, kgo.ErrMaxBuffered):
+			p.dropped.Add(1)
+			p.fullBuffer++
+		case errors.Is(err, kgo.ErrClientClosed):
+			p.dropped.Add(1) // not delivered by Close: Cause says why
 		case err != nil:
 			p.dropped.Add(1)
 			p.away.Store(true)
+			p.cause = err
 		default:
 			p.delivered.Add(1)
 		}
@@ -193,11 +250,14 @@ func (p *Publisher) encode() {
 	for q := range p.queue {
 		value, err := json.Marshal(&q.rec)
 		if err != nil {
+			p.settle.Lock()
 			p.dropped.Add(1)
+			p.cause = fmt.Errorf("encode a record: %w", err)
+			p.settle.Unlock()
 			continue
 		}
 		rec := &kgo.Record{Key: q.key, Value: value}
-		if p.opt.Wait && !p.away.Load() {
+		if p.waits() {
 			p.cl.Produce(context.Background(), rec, done) // waits while the buffer is full
 			continue
 		}
@@ -220,5 +280,24 @@ func (p *Publisher) Close(wait time.Duration) {
 	p.settle.Lock()
 	p.settled = true
 	p.dropped.Add(p.published.Load() - p.delivered.Load() - p.dropped.Load())
+	p.closeWait = wait
 	p.settle.Unlock()
+}
+
+// Cause is why records were dropped: how many because the buffer was full
+// (MaxBuffered, or the hand-over to the encoder), and the last error the
+// producer gave for a record it did not deliver (the broker's, or the
+// connection's: its text comes from outside kidscope, escape it), nil
+// when none.
+func (p *Publisher) Cause() (fullBuffer int64, last error) {
+	p.settle.Lock()
+	defer p.settle.Unlock()
+	switch {
+	case p.cause != nil || p.dropped.Load() == p.fullBuffer:
+		return p.fullBuffer, p.cause
+	case p.dialErr != nil:
+		// Kafka away: the records waited for a connection until Close.
+		return p.fullBuffer, p.dialErr
+	}
+	return p.fullBuffer, fmt.Errorf("not delivered in the %v a stopping agent waits", p.closeWait)
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,11 @@ func TestPublisherCountsAddUp(t *testing.T) {
 		published, delivered, dropped := p.Counts()
 		if published != 12 || delivered != 0 || dropped != published {
 			t.Errorf("Kafka away: %d published, %d delivered, %d dropped", published, delivered, dropped)
+		}
+		// Why: the producer gave the records no error of their own
+		// (closed), the dial did.
+		if full, last := p.Cause(); last == nil || !strings.Contains(last.Error(), "dial") || full != 0 {
+			t.Errorf("Kafka away: cause %v, %d past the buffer", last, full)
 		}
 	}
 }

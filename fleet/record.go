@@ -10,19 +10,27 @@ import (
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
 
 // SchemaVersion is the version of the records agents publish. A fleet
 // skips, and counts, records of a later version: a change that an older
-// fleet cannot read raises it.
-const SchemaVersion = 1
+// fleet cannot read raises it. Schema 2 names what schema 1 numbered
+// (value kinds, roles, answer states, streams: report's names); a fleet
+// reads both (schema1.go).
+const SchemaVersion = 2
 
 // Record types.
 const (
 	TypeAgent       = "agent"       // who publishes, and its counts so far
 	TypeObservation = "observation" // an input of the rules across connections
 	TypeFinding     = "finding"     // a finding of the agent's own engine
+	// An agent run's report, when it stops (agentreport.go).
+	TypeConnection = "connection" // a row of its connections table
+	TypeInstance   = "instance"   // a client instance ID it saw
+	TypeBroker     = "broker"     // a broker it saw, and what its answers said
+	TypeSummary    = "summary"    // its totals, after the rows
 )
 
 // Record is one Kafka record's value, as JSON: an agent's description, an
@@ -40,6 +48,10 @@ type Record struct {
 	Hello       *Hello           `json:"hello,omitempty"`
 	Observation *WireObservation `json:"observation,omitempty"`
 	Finding     *WireFinding     `json:"finding,omitempty"`
+	Connection  *WireConnection  `json:"connection,omitempty"`
+	Instance    *WireInstance    `json:"instance,omitempty"`
+	Broker      *WireBroker      `json:"broker,omitempty"`
+	Summary     *WireSummary     `json:"summary,omitempty"`
 }
 
 // Hello describes an agent and counts what it published: it is sent
@@ -79,6 +91,8 @@ type WireObservation struct {
 	Message  *WireMsg    `json:"message,omitempty"`
 	Header   []WireCand  `json:"header_rules,omitempty"`
 	Close    *WireClosed `json:"close,omitempty"`
+	// AfterGap: bytes of the connection were lost before it.
+	AfterGap bool `json:"after_gap,omitempty"`
 }
 
 // WireMsg is what the rules read of a request or response: its header, the
@@ -134,9 +148,10 @@ type WireCand struct {
 	Related  []WireRelated `json:"related,omitempty"`
 }
 
-// WireValue is a rules.Value.
+// WireValue is a rules.Value. Kind is a name of report.ValueKindNames,
+// "" for none.
 type WireValue struct {
-	Kind    int    `json:"kind"`
+	Kind    string `json:"kind,omitempty"`
 	ID      string `json:"id,omitempty"`
 	Text    string `json:"text,omitempty"`
 	Addr    string `json:"addr,omitempty"`
@@ -144,10 +159,10 @@ type WireValue struct {
 	Code    int16  `json:"code,omitempty"`
 }
 
-// WireRelated is a related frame with its role.
+// WireRelated is a related frame with its role (report.RoleNames).
 type WireRelated struct {
-	Ref  Ref `json:"ref"`
-	Role int `json:"role"`
+	Ref  Ref    `json:"ref"`
+	Role string `json:"role"`
 }
 
 // WireFinding is a rules.Finding of an agent.
@@ -162,15 +177,20 @@ type WireFinding struct {
 	CorrelationID int32         `json:"correlation_id"`
 	Expected      WireValue     `json:"expected"`
 	Seen          WireValue     `json:"seen"`
-	AnswerState   int           `json:"answer_state"`
-	AnswerCodes   []int16       `json:"answer_codes,omitempty"`
-	StreamKind    int           `json:"stream_kind,omitempty"`
-	StreamSide    int           `json:"stream_side,omitempty"`
-	Resynced      bool          `json:"resynced,omitempty"`
-	Skipped       int64         `json:"skipped,omitempty"`
-	AfterGap      bool          `json:"after_gap,omitempty"`
-	Also          []string      `json:"also,omitempty"`
-	Count         int64         `json:"count,omitempty"`
+	// AnswerState is a name of report.AnswerStateNames, "" for a finding
+	// about no request.
+	AnswerState string  `json:"answer_state,omitempty"`
+	AnswerCodes []int16 `json:"answer_codes,omitempty"`
+	// StreamKind is a name of report.StreamKindNames, "" for a finding
+	// about a request; StreamSide the side of its bytes (kafka.Direction's
+	// name).
+	StreamKind string   `json:"stream_kind,omitempty"`
+	StreamSide string   `json:"stream_side,omitempty"`
+	Resynced   bool     `json:"resynced,omitempty"`
+	Skipped    int64    `json:"skipped,omitempty"`
+	AfterGap   bool     `json:"after_gap,omitempty"`
+	Also       []string `json:"also,omitempty"`
+	Count      int64    `json:"count,omitempty"`
 }
 
 // Files names an agent's frames: the name of file index i of its run.
@@ -187,8 +207,21 @@ func connOf(c kafka.Conn, files Files) WireConn {
 	return WireConn{ID: c.ID, Client: c.Client.String(), Broker: c.Broker.String(), MidStream: c.MidStream[kafka.ToBroker], First: refOf(c.First, files)}
 }
 
+// nameOf is v's name in names, "" for none; a value without a name (a
+// kind added to the rules, not to report's table) gets one that no
+// reader knows, so that a fleet refuses the record rather than misread it.
+func nameOf[T comparable](names report.Names[T], v, none T) string {
+	if v == none {
+		return ""
+	}
+	if s, ok := names.Name(v); ok {
+		return s
+	}
+	return fmt.Sprintf("unnamed-%v", v)
+}
+
 func valueOf(v rules.Value) WireValue {
-	w := WireValue{Kind: int(v.Kind), Text: v.Text, Version: v.Version, Code: v.Code}
+	w := WireValue{Kind: nameOf(report.ValueKindNames, v.Kind, rules.ValueNone), Text: v.Text, Version: v.Version, Code: v.Code}
 	if v.ID != (kafka.UUID{}) {
 		w.ID = idText(v.ID)
 	}
@@ -201,14 +234,14 @@ func valueOf(v rules.Value) WireValue {
 func relatedOf(rs []rules.Related, files Files) []WireRelated {
 	var out []WireRelated
 	for _, r := range rs {
-		out = append(out, WireRelated{Ref: refOf(r.Frame, files), Role: int(r.Role)})
+		out = append(out, WireRelated{Ref: refOf(r.Frame, files), Role: nameOf(report.RoleNames, r.Role, 0)})
 	}
 	return out
 }
 
 // EncodeObservation is an observation in the wire form.
 func EncodeObservation(o *rules.Observation, files Files) *WireObservation {
-	w := &WireObservation{Conn: connOf(o.Conn, files), At: refOf(o.At(), files)}
+	w := &WireObservation{Conn: connOf(o.Conn, files), At: refOf(o.At(), files), AfterGap: o.AfterGap}
 	if o.HasInstance {
 		w.Instance = idText(o.Instance)
 	}
@@ -268,11 +301,15 @@ func msgOf(ev *decode.Event, files Files) *WireMsg {
 
 // EncodeFinding is a finding in the wire form.
 func EncodeFinding(f *rules.Finding, conn kafka.Conn, files Files) *WireFinding {
-	return &WireFinding{Rule: f.Rule, At: refOf(f.At, files), Related: relatedOf(f.Related, files), Conn: connOf(conn, files),
+	w := &WireFinding{Rule: f.Rule, At: refOf(f.At, files), Related: relatedOf(f.Related, files), Conn: connOf(conn, files),
 		APIKey: f.APIKey, APIVersion: f.APIVersion, HasAPI: f.HasAPI, CorrelationID: f.CorrelationID,
-		Expected: valueOf(f.Expected), Seen: valueOf(f.Seen), AnswerState: int(f.Answer.State), AnswerCodes: slices.Clone(f.Answer.Codes),
-		StreamKind: int(f.Stream.Kind), StreamSide: int(f.Stream.Side), Resynced: f.Stream.Resynced, Skipped: f.Stream.Skipped,
-		AfterGap: f.AfterGap, Also: slices.Clone(f.Also), Count: f.Count}
+		Expected: valueOf(f.Expected), Seen: valueOf(f.Seen), AnswerState: nameOf(report.AnswerStateNames, f.Answer.State, rules.NotAnswerable),
+		AnswerCodes: slices.Clone(f.Answer.Codes), StreamKind: nameOf(report.StreamKindNames, f.Stream.Kind, rules.AboutRequest),
+		Resynced: f.Stream.Resynced, Skipped: f.Stream.Skipped, AfterGap: f.AfterGap, Also: slices.Clone(f.Also), Count: f.Count}
+	if f.Stream.Kind != rules.AboutRequest {
+		w.StreamSide = f.Stream.Side.String()
+	}
+	return w
 }
 
 // ErrFutureSchema is the error of a record whose schema is newer than this
@@ -288,13 +325,28 @@ func Decode(b []byte) (*Record, error) {
 	if len(b) > maxRecord {
 		return nil, fmt.Errorf("record of %d bytes, over %d", len(b), maxRecord)
 	}
+	// The schema first: what follows it depends on it.
+	var head struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("not a kidscope record: %w", err)
+	}
+	if head.Schema > SchemaVersion {
+		return nil, fmt.Errorf("schema %d: %w", head.Schema, ErrFutureSchema)
+	}
+	if head.Schema == 1 {
+		up, err := upgradeSchema1(b)
+		if err != nil {
+			return nil, fmt.Errorf("not a kidscope record of schema 1: %w", err)
+		}
+		b = up
+	}
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("not a kidscope record: %w", err)
 	}
 	switch {
-	case r.Schema > SchemaVersion:
-		return nil, fmt.Errorf("schema %d: %w", r.Schema, ErrFutureSchema)
 	case r.Schema < 1:
 		return nil, errors.New("not a kidscope record: no schema")
 	case r.Agent == "" || r.Run == "":
@@ -312,6 +364,11 @@ func Decode(b []byte) (*Record, error) {
 	case TypeFinding:
 		if r.Finding == nil {
 			return nil, errors.New("a finding record without its finding")
+		}
+	case TypeConnection, TypeInstance, TypeBroker, TypeSummary:
+		if r.Connection == nil && r.Type == TypeConnection || r.Instance == nil && r.Type == TypeInstance ||
+			r.Broker == nil && r.Type == TypeBroker || r.Summary == nil && r.Type == TypeSummary {
+			return nil, fmt.Errorf("a %s record without its %s", r.Type, r.Type)
 		}
 	default:
 		return nil, fmt.Errorf("record type %q: %w", r.Type, ErrFutureSchema)
@@ -358,8 +415,21 @@ func (d *decoder) conn(w WireConn, id int) kafka.Conn {
 	return c
 }
 
+// named is the value named s in names, none for "". A name this kidscope
+// does not know is of a later schema: the record is refused, not misread.
+func named[T comparable](d *decoder, names report.Names[T], what, s string, none T) T {
+	if s == "" {
+		return none
+	}
+	v, ok := names.Value(s)
+	if !ok {
+		d.fail(fmt.Errorf("%s %q: %w", what, s, ErrFutureSchema))
+	}
+	return v
+}
+
 func (d *decoder) value(w WireValue) rules.Value {
-	v := rules.Value{Kind: rules.ValueKind(w.Kind), Text: w.Text, Version: w.Version, Code: w.Code}
+	v := rules.Value{Kind: named(d, report.ValueKindNames, "value kind", w.Kind, rules.ValueNone), Text: w.Text, Version: w.Version, Code: w.Code}
 	if w.ID != "" {
 		v.ID = d.id(w.ID)
 	}
@@ -376,7 +446,10 @@ func (d *decoder) value(w WireValue) rules.Value {
 func (d *decoder) related(ws []WireRelated) []rules.Related {
 	var out []rules.Related
 	for _, w := range ws {
-		out = append(out, rules.Related{Frame: d.ref(w.Ref), Role: rules.Role(w.Role)})
+		if w.Role == "" {
+			d.fail(errors.New("a related frame without its role"))
+		}
+		out = append(out, rules.Related{Frame: d.ref(w.Ref), Role: named(d, report.RoleNames, "role", w.Role, 0)})
 	}
 	return out
 }
@@ -384,7 +457,7 @@ func (d *decoder) related(ws []WireRelated) []rules.Related {
 // observation is a wire observation as the replaying engine takes it, on
 // the fleet's connection id.
 func (d *decoder) observation(w *WireObservation, id int) rules.Observation {
-	o := rules.Observation{Conn: d.conn(w.Conn, id)}
+	o := rules.Observation{Conn: d.conn(w.Conn, id), AfterGap: w.AfterGap}
 	if w.Instance != "" {
 		o.Instance, o.HasInstance = d.id(w.Instance), true
 	}
@@ -458,12 +531,27 @@ func (d *decoder) event(w *WireMsg, response bool, at kafka.FrameRef) decode.Eve
 	return ev
 }
 
+// side is a stream's side by kafka.Direction's name; "" (a finding about
+// a request) is the zero Direction, as the engine leaves it.
+func (d *decoder) side(s string) kafka.Direction {
+	switch s {
+	case "", kafka.ToBroker.String():
+		return kafka.ToBroker
+	case kafka.ToClient.String():
+		return kafka.ToClient
+	}
+	d.fail(fmt.Errorf("stream side %q: %w", s, ErrFutureSchema))
+	return kafka.ToBroker
+}
+
 // finding is an agent's finding on the fleet's connection.
 func (d *decoder) finding(w *WireFinding, conn kafka.Conn) rules.Finding {
 	f := rules.Finding{Rule: w.Rule, At: d.ref(w.At), Related: d.related(w.Related), Conn: conn.Endpoints, ConnID: conn.ID,
 		APIKey: w.APIKey, APIVersion: w.APIVersion, HasAPI: w.HasAPI, CorrelationID: w.CorrelationID,
-		Expected: d.value(w.Expected), Seen: d.value(w.Seen), Answer: rules.Answer{State: rules.AnswerState(w.AnswerState), Codes: w.AnswerCodes},
-		Stream:   rules.Stream{Kind: rules.StreamKind(w.StreamKind), Side: kafka.Direction(w.StreamSide), Resynced: w.Resynced, Skipped: w.Skipped},
+		Expected: d.value(w.Expected), Seen: d.value(w.Seen),
+		Answer: rules.Answer{State: named(d, report.AnswerStateNames, "answer state", w.AnswerState, rules.NotAnswerable), Codes: w.AnswerCodes},
+		Stream: rules.Stream{Kind: named(d, report.StreamKindNames, "stream kind", w.StreamKind, rules.AboutRequest), Side: d.side(w.StreamSide),
+			Resynced: w.Resynced, Skipped: w.Skipped},
 		AfterGap: w.AfterGap, Also: w.Also, Count: w.Count}
 	r, ok := rules.Lookup(w.Rule)
 	if !ok {

@@ -276,7 +276,7 @@ func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON
 func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) connectionJSON {
 	j := connectionJSON{
 		ID: c.ID, Client: c.Key.Client.String(), Broker: c.Key.Broker.String(),
-		Profile: optText(c.Profile.String()), MidStream: c.MidStream, Requests: c.Requests, Responses: c.Responses,
+		Profile: optText(profileName(c.Profile)), MidStream: c.MidStream, Requests: c.Requests, Responses: c.Responses,
 		Gaps: c.Gaps, Unanswered: c.Unanswered, NewClient: c.NewClient, NotKafka: optText(c.NotKafka), TLS: optText(c.TLS),
 		First: whereOf(files, c.First), Last: whereOf(files, c.Last),
 	}
@@ -291,6 +291,11 @@ func newConnectionJSON(files []string, c *rules.Connection, form UUIDForm) conne
 		j.TCPStream = &n
 	}
 	return j
+}
+
+func profileName(p rules.Profile) string {
+	s, _ := ProfileNames.Name(p)
+	return s
 }
 
 func newInstanceJSON(files []string, in *rules.Instance, form UUIDForm) instanceJSON {

@@ -232,6 +232,9 @@ func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 	doc = append(doc, summaryBlocks(a, st)...)
 	doc = append(doc, agentBlocks(a, st)...)
 	doc = append(doc, findingBlocks(a, opt, st)...)
+	if !tablesKnown(a) {
+		return append(doc, unreportedBlocks(st)...)
+	}
 	doc = append(doc, connectionBlocks(a, st)...)
 	doc = append(doc, instanceBlocks(a, st)...)
 	doc = append(doc, brokerBlocks(a, st)...)
@@ -267,6 +270,13 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 		add("comments", cs...)
 	}
 
+	if line, ok := reportsLine(a); ok {
+		add("reports", plain(line))
+	}
+	if !tablesKnown(a) {
+		add("findings", severityLine(severityTotals(&a.Result)))
+		return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}
+	}
 	first, last := spanOf(a)
 	switch {
 	case first.IsZero():

@@ -88,78 +88,41 @@ func idValue(u kafka.UUID, id func(kafka.UUID) string, named bool, ctx string) *
 }
 
 // newEvidenceValue types the rules' value v, its IDs written by id; nil
-// for none.
+// for none. Its kind and context are valueKinds'.
 func newEvidenceValue(v rules.Value, id func(kafka.UUID) string) *evidenceValue {
-	simple := func(kind, ctx string) *evidenceValue { return &evidenceValue{Kind: kind, Context: ctx} }
-	withID := func(kind, ctx string) *evidenceValue {
-		return &evidenceValue{Kind: kind, ID: id(v.ID), Context: ctx, idWritten: true}
+	vk, ok := valueKinds[v.Kind]
+	if !ok {
+		return nil
 	}
+	switch vk.kind {
+	case kindID:
+		e := idValue(v.ID, id, vk.named, vk.ctx)
+		if v.Kind == rules.ValueAlsoFrom {
+			e.Address, e.hasAddr = v.Addr.String(), true
+		}
+		return e
+	case kindPush, kindIDOrZero:
+		return &evidenceValue{Kind: vk.kind, ID: id(v.ID), Context: vk.ctx, idWritten: true}
+	}
+	e := &evidenceValue{Kind: vk.kind, Context: vk.ctx}
 	switch v.Kind {
-	case rules.ValueID:
-		return idValue(v.ID, id, false, "")
-	case rules.ValueIDNamed:
-		return idValue(v.ID, id, true, "")
-	case rules.ValueNoID:
-		return simple(kindNoID, "")
-	case rules.ValueNonReserved:
-		return simple(kindNonReserved, "")
-	case rules.ValueFirstV3ID:
-		return simple(kindNonReserved, ctxFirstV3)
-	case rules.ValueNoIDFirst:
-		return simple(kindNoID, ctxFirstNone)
-	case rules.ValueNoIDRepeated:
-		return simple(kindNoID, ctxEstablished)
-	case rules.ValueHeaderID:
-		return simple(kindAnyID, ctxHeader)
-	case rules.ValueNoIDAnywhere:
-		return simple(kindNoID, ctxNowhere)
-	case rules.ValueNullClientID:
-		return &evidenceValue{Kind: kindClientID}
 	case rules.ValueClientID:
 		s := v.Text
-		return &evidenceValue{Kind: kindClientID, ClientID: &s}
-	case rules.ValueHeaderBodyID:
-		return idValue(v.ID, id, false, ctxBodyAsHeader)
-	case rules.ValueBodyID:
-		return idValue(v.ID, id, true, ctxBody)
-	case rules.ValueNoPushAfterEnd:
-		return simple(kindNoPush, ctxAfterEnd)
-	case rules.ValuePushFor:
-		return withID(kindPush, "")
-	case rules.ValueExchangedID:
-		return simple(kindExchangedID, "")
-	case rules.ValueNewID:
-		return simple(kindNewID, "")
-	case rules.ValueEchoOrZero:
-		return withID(kindIDOrZero, "")
-	case rules.ValueSeenElsewhereID:
-		return idValue(v.ID, id, false, ctxElsewhere)
-	case rules.ValueAccepted:
-		return simple(kindAccepted, "")
+		e.ClientID = &s
 	case rules.ValueErrorCode:
-		return &evidenceValue{Kind: kindErrorCode, Code: v.Code}
+		e.Code = v.Code
 	case rules.ValueMemberID:
-		return &evidenceValue{Kind: kindMemberID, MemberID: v.Text}
-	case rules.ValueGeneratedMemberID:
-		return simple(kindGeneratedMember, "")
-	case rules.ValueEmptyMemberID:
-		return &evidenceValue{Kind: kindMemberID}
+		e.MemberID = v.Text
 	case rules.ValueJoinGroupV4:
-		return &evidenceValue{Kind: kindMinAPIVersion, APIKey: decode.KeyJoinGroup, Version: 4}
+		e.APIKey, e.Version = decode.KeyJoinGroup, 4
 	case rules.ValueJoinGroupVersion:
-		return &evidenceValue{Kind: kindAPIVersion, APIKey: decode.KeyJoinGroup, Version: v.Version}
+		e.APIKey, e.Version = decode.KeyJoinGroup, v.Version
 	case rules.ValueOneAddress:
-		return &evidenceValue{Kind: kindAddress, Address: v.Addr.String(), hasAddr: true, Context: ctxFirstUsed}
-	case rules.ValueAlsoFrom:
-		e := idValue(v.ID, id, false, ctxAlsoFrom)
 		e.Address, e.hasAddr = v.Addr.String(), true
-		return e
-	case rules.ValueOtherConnection:
-		return idValue(v.ID, id, false, ctxOtherConn)
 	case rules.ValueNotKafka:
-		return &evidenceValue{Kind: kindNotKafka, What: v.Text}
+		e.What = v.Text
 	}
-	return nil
+	return e
 }
 
 // text is the value in words, as the table, markdown, CSV and the live
@@ -304,20 +267,8 @@ func (e *evidenceValue) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// relatedRoles name the roles of related frames (JSON "role").
-var relatedRoles = map[rules.Role]string{
-	rules.RoleEstablished:     "established",
-	rules.RoleAnswer:          "answer",
-	rules.RoleRequest:         "request",
-	rules.RoleAssigned:        "assigned",
-	rules.RoleTerminated:      "terminated",
-	rules.RoleFirstSeen:       "first-seen",
-	rules.RoleOtherConnection: "other-connection",
-	rules.RolePrevious:        "previous",
-}
-
 func roleName(r rules.Role) string {
-	if s, ok := relatedRoles[r]; ok {
+	if s, ok := RoleNames.Name(r); ok {
 		return s
 	}
 	return "related"
@@ -338,21 +289,15 @@ type errorCodeJSON struct {
 
 // newAnswerJSON is nil when the finding concerns no request.
 func newAnswerJSON(a rules.Answer) *answerJSON {
-	j := &answerJSON{ErrorCodes: []errorCodeJSON{}}
-	switch a.State {
-	case rules.Answered:
-		j.State = "answered"
+	state, ok := AnswerStateNames.Name(a.State)
+	if !ok {
+		return nil
+	}
+	j := &answerJSON{State: state, ErrorCodes: []errorCodeJSON{}}
+	if a.State == rules.Answered {
 		for _, c := range a.Codes {
 			j.ErrorCodes = append(j.ErrorCodes, errorCodeJSON{Code: c, Name: decode.ErrorName(c)})
 		}
-	case rules.NoResponse:
-		j.State = "no-response"
-	case rules.NoResponseByDesign:
-		j.State = "none-expected"
-	case rules.ClosedByBroker:
-		j.State = "closed-by-broker"
-	default:
-		return nil
 	}
 	return j
 }

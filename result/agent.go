@@ -23,6 +23,9 @@ type Agent struct {
 	LastSeen time.Time
 	// Stopped: its last description said it was stopping.
 	Stopped bool
+	// Reported counts its runs whose report (totals and tables, published
+	// when a run stops) was read.
+	Reported int
 }
 
 // FleetCounts are what a fleet skipped or put aside of the records it read.
@@ -32,4 +35,13 @@ type FleetCounts struct {
 	Future     int64 // records of a later schema than this kidscope reads, skipped
 	Late       int64 // records replayed before older ones (the ordering buffer was full)
 	Duplicates int64 // findings made again from records read twice, not emitted
+	// Runs counts the agent runs whose records were read; Reported those
+	// of them whose report was read: the fleet's totals and tables (its
+	// summary, connections, instances, brokers and matrix) are theirs.
+	Runs, Reported int64
+	// ReportRowsMissing counts the rows that the reports read say were
+	// published but that were not read (dropped by their agent, or not on
+	// the partitions read); ReportRowsDropped those past the fleet's
+	// bound, not kept.
+	ReportRowsMissing, ReportRowsDropped int64
 }

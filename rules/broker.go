@@ -206,7 +206,7 @@ func (bc *brokerChecker) list() []Broker {
 	for ep, b := range bc.brokers {
 		br := Broker{Endpoint: ep, EnforceFrames: slices.Clone(b.enforce), IgnoreFrames: slices.Clone(b.ignore),
 			Enforced: b.enforced, Ignored: b.ignored, Connections: b.connections, TLSNoKey: b.tlsNoKey,
-			Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown, Verdict: b.verdict()}
+			Kinds: b.kinds, Telemetry: b.telemetry, TelemetryKnown: b.telemetryKnown, Verdict: VerdictOf(b.enforced, b.ignored)}
 		out = append(out, br)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Endpoint.Compare(out[j].Endpoint) < 0 })
@@ -226,7 +226,7 @@ type BrokerVerdict struct {
 func (e *Engine) Verdicts() []BrokerVerdict {
 	var out []BrokerVerdict
 	for ep, b := range e.brokers.brokers {
-		if v := b.verdict(); v != VerdictUnknown {
+		if v := VerdictOf(b.enforced, b.ignored); v != VerdictUnknown {
 			out = append(out, BrokerVerdict{ep, v})
 		}
 	}
@@ -234,37 +234,39 @@ func (e *Engine) Verdicts() []BrokerVerdict {
 	return out
 }
 
-func (b *brokerState) verdict() Verdict {
+// VerdictOf is the verdict of a broker whose answers enforced KIP-1313
+// enforced times and ignored it ignored times.
+func VerdictOf(enforced, ignored int64) Verdict {
 	switch {
-	case b.enforced > 0 && b.ignored > 0:
+	case enforced > 0 && ignored > 0:
 		return VerdictMixed
-	case b.enforced > 0:
+	case enforced > 0:
 		return VerdictEnforces
-	case b.ignored > 0:
+	case ignored > 0:
 		return VerdictIgnores
 	}
 	return VerdictUnknown
 }
 
-// matrix counts the closed Kafka connections per client kind and broker
-// verdict, those of the unlisted brokers as unknown.
-func (bc *brokerChecker) matrix() Matrix {
+// MatrixOf counts the closed Kafka connections of brokers (their Kinds) per
+// client kind and verdict, and unlisted's, of brokers past the list, as
+// of unknown verdict.
+func MatrixOf(brokers []Broker, unlisted [2]int) Matrix {
 	var m Matrix
-	add := func(b *brokerState, col int) {
-		for kind, n := range b.kinds {
-			m.Cells[kind][col] += n
-		}
-	}
-	for _, b := range bc.brokers {
+	for _, b := range brokers {
 		col := 2
-		switch b.verdict() {
+		switch b.Verdict {
 		case VerdictIgnores:
 			col = 0
 		case VerdictEnforces:
 			col = 1
 		}
-		add(b, col)
+		for kind, n := range b.Kinds {
+			m.Cells[kind][col] += n
+		}
 	}
-	add(&bc.unlisted, 2)
+	for kind, n := range unlisted {
+		m.Cells[kind][2] += n
+	}
 	return m
 }

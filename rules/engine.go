@@ -134,6 +134,9 @@ type conn struct {
 	last      kafka.FrameRef
 	sawKafka  bool
 	observed  bool // an observation of it was made (Options.Observe)
+	// awaited are the correlation IDs of observed requests whose answers
+	// are observed too, though their API's are not (awaitAnswer).
+	awaited []int32
 }
 
 // instanceOf is the client instance ID a request's connection goes by: the
@@ -218,6 +221,7 @@ func (e *Engine) request(c *conn, ev *decode.Event) {
 	observed := e.observes(c, q)
 	if observed && !hasHeaderCand(q.cands) {
 		e.observe(c, Observation{Kind: ObservedRequest, Event: *ev})
+		c.awaitAnswer(q)
 		observed = false
 	}
 	if len(q.cands) > 0 {
@@ -255,7 +259,7 @@ func (e *Engine) response(c *conn, ev *decode.Event) {
 	if q != nil {
 		q.answered, q.respAt, q.ans = true, ev.At, m.Answer
 	}
-	if e.opt.Observe && observedKey(m.Request.APIKey) {
+	if e.opt.Observe && (observedKey(m.Request.APIKey) || q != nil && q.observed != nil || c.answerAwaited(m.Response.CorrelationID)) {
 		if q != nil && q.observed != nil {
 			// After its request, which waits for its header rules.
 			o := *ev
@@ -490,6 +494,6 @@ func (e *Engine) Result() Result {
 	res.Dropped.Connections, res.Dropped.Instances = e.droppedConns, e.inv.dropped
 	res.Dropped.BrokerConnections = e.brokers.unlistedConn
 	res.Brokers = e.brokers.list()
-	res.Matrix = e.brokers.matrix()
+	res.Matrix = MatrixOf(res.Brokers, e.brokers.unlisted.kinds)
 	return res
 }

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"slices"
+
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 )
@@ -24,7 +26,7 @@ const (
 //   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup and
 //     ConsumerGroupHeartbeat requests and their answers;
 //   - the request that set a connection's first header ID, and requests
-//     that carry another ID than that one;
+//     that carry another ID than that one, with their answers;
 //   - the opening and the end of a connection with such a request.
 //
 // A request carries the header rules (RULES.md §3) that apply to it, as the
@@ -47,6 +49,9 @@ type Observation struct {
 	Header []Candidate
 	// Close is how the connection ended.
 	Close CloseInfo
+	// AfterGap: bytes of the connection were lost before it (for a
+	// request, before the request), which its findings say.
+	AfterGap bool
 }
 
 // A Candidate is a finding a rule makes of a request before the precedence
@@ -110,6 +115,7 @@ func (e *Engine) observe(c *conn, o Observation) {
 		e.obs = append(e.obs, Observation{Kind: ObservedOpen, Conn: c.info, Instance: c.firstID, HasInstance: c.hasFirstID})
 	}
 	o.Conn, o.Instance, o.HasInstance = c.info, c.firstID, c.hasFirstID
+	o.AfterGap = o.AfterGap || c.afterGap
 	o.Event.Err, o.Event.Msg.BodyErr = nil, nil
 	o.Event.Msg.Request.ClientID = kept(o.Event.Msg.Request.ClientID)
 	o.Close.ClientID = kept(o.Close.ClientID)
@@ -122,6 +128,37 @@ func (e *Engine) observe(c *conn, o Observation) {
 	e.obs = append(e.obs, o)
 }
 
+// maxAwaited bounds the answers a connection waits for to observe them.
+const maxAwaited = 64
+
+// awaitAnswer notes that the answer to q, observed at once, is to be
+// observed when it comes: a replaying engine judges the request's
+// findings (instance-id-shared on the request that set the first ID, a
+// header rule on one with another ID) with the broker's answer, as the
+// observing engine did. The answers of the APIs the rules across
+// connections read are observed anyway, and a request held for its header
+// rules brings its own (observeHeld).
+func (c *conn) awaitAnswer(q *request) {
+	if q.noResponse || observedKey(q.h.APIKey) {
+		return
+	}
+	if len(c.awaited) >= maxAwaited {
+		c.awaited = c.awaited[:copy(c.awaited, c.awaited[1:])]
+	}
+	c.awaited = append(c.awaited, q.h.CorrelationID)
+}
+
+// answerAwaited reports whether the answer with this correlation ID is to
+// be observed, and forgets it.
+func (c *conn) answerAwaited(id int32) bool {
+	i := slices.Index(c.awaited, id)
+	if i < 0 {
+		return false
+	}
+	c.awaited = slices.Delete(c.awaited, i, i+1)
+	return true
+}
+
 // observes reports whether a request is observed.
 func (e *Engine) observes(c *conn, q *request) bool {
 	return e.opt.Observe && (observedKey(q.h.APIKey) || q.x.carries && (q.setsFirstID || q.x.id != c.firstID))
@@ -132,6 +169,9 @@ func (e *Engine) observes(c *conn, q *request) bool {
 // Observations must come in capture order across connections (their
 // frames' time), each connection's opening first.
 func (e *Engine) Replay(o *Observation) []Finding {
+	if c := e.conns[o.Conn.ID]; c != nil && o.AfterGap {
+		c.afterGap = true
+	}
 	switch o.Kind {
 	case ObservedOpen:
 		return e.Open(o.Conn)
@@ -188,6 +228,9 @@ func (e *Engine) observeHeld(c *conn, q *request, header *[]cand) {
 		o.Header = append(o.Header, Candidate{Rule: cd.rule, Expected: cd.expected, Seen: cd.seen, Related: cd.related})
 	}
 	e.observe(c, o)
+	// Lost bytes after the request, before its header rules were chosen,
+	// are not before it.
+	e.obs[len(e.obs)-1].AfterGap = q.afterGap
 	if q.observedAnswer != nil {
 		e.observe(c, Observation{Kind: ObservedResponse, Event: *q.observedAnswer})
 	}

@@ -134,6 +134,9 @@ type Broker struct {
 	// those that were TLS without their keys in the key logs.
 	Connections int
 	TLSNoKey    int
+	// Kinds counts its closed Kafka connections that sent a request, by
+	// client kind (0 old, 1 new): its row of the Matrix.
+	Kinds [2]int
 	// Telemetry says whether its ApiVersions offered keys 71 and 72
 	// (unknown when no ApiVersions response was seen).
 	Telemetry      bool

@@ -202,6 +202,9 @@ what a cap leaves out is counted in the report.`,
 			run, err := pipeline.Run(cmd.Context(), opt, sink)
 			bar.clear()
 			if pub != nil {
+				if err == nil {
+					pub.Report(&run.Summary, &run.Rules)
+				}
 				pub.Close(publishTimeout)
 				sayPublished(pub, pf.topic)
 			}

@@ -60,7 +60,10 @@ one-shot report, without a group.
 Records are held --window (5s) by their capture time before they are checked, so that the
 records of several agents (and partitions) are checked in time order; once no record has come
 for --flush-after (5s), everything held is checked. A record that is not kidscope's, or of a
-later schema, is skipped and counted, and said once.`,
+later schema, is skipped and counted, and said once.
+
+To try it on one machine: kidscope try-kafka runs an in-memory Kafka and prints the commands
+that use it (docs/fleet-try.md in the repository walks through them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFleet(cmd, &ff, &rf) },
 	}
@@ -77,6 +80,9 @@ later schema, is skipped and counted, and said once.`,
 	fl.StringVar(&ff.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9465)")
 	fl.BoolVarP(&ff.quiet, "quiet", "q", false, "no finding lines on stderr while it runs (with a document format)")
 	rf.register(cmd)
+	// The fleet decodes no capture: what it checks is what its agents
+	// decoded and published.
+	fl.Lookup("require-kafka").Usage = "exit 2 when no record on the topic holds a Kafka message (an empty topic, a wrong --topic, agents that decoded none): nothing was checked"
 	ff.kafka.register(cmd, "")
 	_ = cmd.MarkFlagRequired("brokers")
 	return cmd
@@ -211,25 +217,35 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			UUID: ff.uuid, Workers: 1},
 		Inputs: []report.Input{{Kind: report.InputTopic, Name: ff.topic, Unhashed: "a Kafka topic"}}}}
 	fleetReport(rep, m)
-	rep.Summary.Files = rep.Files
 	if werr := report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: ff.output, UUID: form, Verbose: rf.verbose,
 		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: true}); werr != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("write output: %w", werr)}
+	}
+	checked := m.Messages() > 0 || rep.Summary.Requests+rep.Summary.Responses > 0
+	if !checked {
+		fmt.Fprintf(os.Stderr, "kidscope: no record on topic %s holds a Kafka message (records read: %d): nothing was checked\n",
+			report.SafeText(ff.topic), m.Counts().Records)
 	}
 	switch {
 	case choice.failing(&res):
 		return &exitError{code: exitFindings}
 	case err != nil && ctx.Err() == nil:
 		return &exitError{code: exitBadInput}
+	case !checked && rf.requireKafka:
+		return &exitError{code: exitBadInput}
 	}
 	return nil
 }
 
-// fleetReport adds the agents and what the fleet skipped to the report.
+// fleetReport adds the totals of the agents' reports, the agents and what
+// the fleet skipped to the report.
 func fleetReport(rep *report.Analysis, m *fleet.Merger) {
 	counts := m.Counts()
 	rep.Agents, rep.Fleet = m.Agents(), &counts
 	if rep.Agents == nil {
 		rep.Agents = []result.Agent{}
 	}
+	rep.Summary = m.Summary()
+	rep.Summary.Files = m.Files()
+	rep.Files = rep.Summary.Files
 }

@@ -138,6 +138,12 @@ func TestFleetLiveAgents(t *testing.T) {
 		t.Errorf("fleet found\n  %s\nanalyze of the union found\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	t.Logf("the fleet found\n  %s", strings.Join(got, "\n  "))
+	// Every section, as analyze's of the union, but for its frames.
+	merged := sections(t, whole, normal{frameless: true})
+	sameSections(t, sections(t, fleet, normal{agentFiles: true, frameless: true}), merged)
+	if c, i, b := len(merged["connections"].([]any)), len(merged["instances"].([]any)), len(merged["brokers"].([]any)); c < 6 || i < 2 || b != 3 {
+		t.Errorf("the union has %d connections, %d instances, %d brokers: too little to compare", c, i, b)
+	}
 	for _, rule := range []string{"instance-id-split", "instance-id-shared", "telemetry-push-after-terminating"} {
 		if !slices.ContainsFunc(got, func(f string) bool { return strings.HasPrefix(f, rule+" ") }) {
 			t.Errorf("the fleet did not find %s: %s", rule, strings.Join(got, "\n  "))

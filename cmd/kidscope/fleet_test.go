@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -274,5 +276,98 @@ func TestAnalyzePublishWaits(t *testing.T) {
 	}
 	if published < 10 || delivered != published || strings.Contains(stderr, "dropped") {
 		t.Errorf("published %d, delivered %d: %s", published, delivered, stderr)
+	}
+}
+
+// TestPublishSaysWhyDropped: analyze --publish that could deliver nothing
+// says why in its last line, from what the producer saw: with Kafka away,
+// the dial error; with the topic missing, the broker's error code.
+func TestPublishSaysWhyDropped(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kidscope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := ln.Addr().String()
+	ln.Close()
+	file := filepath.Join("..", "..", "samples", "captures", "inst-shared.pcapng")
+	for _, tc := range []struct {
+		what string
+		args []string
+		want string
+	}{
+		{"Kafka away", []string{"--publish", away}, "dial tcp " + away},
+		{"no such topic", []string{"--publish", cluster.ListenAddrs()[0], "--publish-topic", "no-such-topic"}, "UNKNOWN_TOPIC_OR_PARTITION"},
+	} {
+		_, stderr, code := runKidscope(t, append([]string{"analyze", "-o", "json", "--fail-on", "never", "--no-progress", file}, tc.args...)...)
+		_, said, _ := strings.Cut(stderr, "kidscope: published ")
+		if code != 0 || !strings.Contains(said, " dropped (the last error: ") || !strings.Contains(said, tc.want) || strings.Count(said, "\n") != 1 {
+			t.Errorf("%s: exit %d, want one line with the cause %q: %s", tc.what, code, tc.want, stderr)
+		}
+	}
+}
+
+// TestFleetHelpNamesItsFlags: every flag fleet --help mentions is one of
+// fleet's, but where it names another command's (live --publish); and
+// --require-kafka, which fleet shares with analyze, is explained as fleet
+// uses it. live and analyze, whose --publish flags are the fleet's
+// agents', are held to the same.
+func TestFleetHelpNamesItsFlags(t *testing.T) {
+	mention := regexp.MustCompile(`(?:\b(live|analyze|fleet|frames) )?(--[a-z0-9][a-z0-9-]*)`)
+	listed := regexp.MustCompile(`(?m)^\s+(?:-\w, )?(--[a-z0-9-]+)`)
+	for _, command := range []string{"fleet", "live", "analyze"} {
+		help, stderr, code := runKidscope(t, command, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d: %s", command, code, stderr)
+		}
+		own := map[string]bool{}
+		for _, m := range listed.FindAllStringSubmatch(help, -1) {
+			own[m[1]] = true
+		}
+		if len(own) < 10 {
+			t.Fatalf("%s --help lists %d flags", command, len(own))
+		}
+		for _, m := range mention.FindAllStringSubmatch(help, -1) {
+			if (m[1] == "" || m[1] == command) && !own[m[2]] {
+				t.Errorf("%s --help mentions %s, which %s does not have", command, m[2], command)
+			}
+		}
+		if command == "fleet" && !regexp.MustCompile(`--require-kafka\s+exit 2 when no record on the topic holds a Kafka message`).MatchString(help) {
+			t.Errorf("fleet --help does not say what --require-kafka does in fleet:\n%s", help)
+		}
+	}
+}
+
+// TestFleetRequireKafka: fleet over a topic that holds no Kafka message
+// says so, and with --require-kafka exits 2 (nothing was checked), as
+// analyze does for a capture without Kafka.
+func TestFleetRequireKafka(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kidscope"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()[0]
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{{nil, 0}, {[]string{"--require-kafka"}, 2}} {
+		_, stderr, code := runKidscope(t, append([]string{"fleet", "--brokers", brokers, "--from-beginning", "--until-end", "-o", "json"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stderr, "no record on topic kidscope holds a Kafka message") {
+			t.Errorf("fleet %v over an empty topic: exit %d, want %d: %s", tc.args, code, tc.code, stderr)
+		}
+	}
+	// An agent that published Kafka: checked.
+	file := filepath.Join("..", "..", "samples", "captures", "inst-shared.pcapng")
+	if _, stderr, code := runKidscope(t, "analyze", "-o", "json", "--fail-on", "never", "--no-progress", "--publish", brokers, file); code != 0 {
+		t.Fatalf("agent: exit %d: %s", code, stderr)
+	}
+	_, stderr, code := runKidscope(t, "fleet", "--brokers", brokers, "--from-beginning", "--until-end", "-o", "json", "--fail-on", "never", "--require-kafka")
+	if code != 0 || strings.Contains(stderr, "nothing was checked") {
+		t.Errorf("fleet --require-kafka over an agent's records: exit %d: %s", code, stderr)
 	}
 }

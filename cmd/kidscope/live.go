@@ -357,6 +357,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	// Ctrl-C, --duration and --count are how live is meant to stop: the
 	// report covers everything captured.
 	sum.Interrupted = false
+	if pub != nil {
+		pub.Report(sum, &run.Rules) // Close, deferred, waits for it
+	}
 	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules, Run: runInfo}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
 		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: streamOut})

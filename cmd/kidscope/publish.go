@@ -18,6 +18,7 @@ import (
 	"github.com/kidscope/kidscope/fleet"
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/pipeline"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -229,7 +230,15 @@ func sayPublished(pub *fleet.Publisher, topic string) {
 	published, delivered, dropped := pub.Counts()
 	line := fmt.Sprintf("kidscope: published %d records to topic %s: %d delivered", published, topic, delivered)
 	if dropped > 0 {
-		line += fmt.Sprintf(", %d dropped (Kafka slow or away, or the --publish-buffer full)", dropped)
+		var why []string
+		full, last := pub.Cause()
+		if last != nil {
+			why = append(why, "the last error: "+report.SafeText(last.Error()))
+		}
+		if full > 0 {
+			why = append(why, fmt.Sprintf("%d past the --publish-buffer", full))
+		}
+		line += fmt.Sprintf(", %d dropped (%s)", dropped, strings.Join(why, "; "))
 	}
 	fmt.Fprintln(os.Stderr, line)
 }

@@ -64,7 +64,7 @@ member-ID mistakes (KIP-394, KIP-1082).`,
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(writeUsage)
 	root.AddCommand(readsFiles(newAnalyzeCmd()), newLiveCmd(), newFleetCmd(), readsFiles(newFramesCmd()), newRulesCmd(),
-		newSamplesCmd(), newWiresharkPluginCmd(), newMetricsRulesCmd(), newVersionCmd(), newManCmd())
+		newSamplesCmd(), newWiresharkPluginCmd(), newMetricsRulesCmd(), newVersionCmd(), newManCmd(), newTryKafkaCmd())
 	completeFlags(root)
 	return root, writeProfiles
 }

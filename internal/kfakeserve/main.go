@@ -1,6 +1,9 @@
 // Command kfakeserve runs an in-process Kafka cluster (franz-go's kfake)
 // for benchmarks that publish to Kafka (scripts/live-bench.sh): it prints
-// the brokers' addresses on one line and serves until SIGINT or SIGTERM.
+// the brokers' addresses on one line and serves until SIGINT or SIGTERM,
+// with as many brokers as asked on free ports. To try the fleet, kidscope
+// try-kafka is the same with the kidscope binary alone
+// (docs/fleet-try.md).
 //
 //	go run ./internal/kfakeserve -brokers 1 -topic kidscope -partitions 3
 package main
