@@ -32,7 +32,7 @@ func TLSWithoutKey(reason string) bool {
 const BrokerRejectedValid = "broker-rejected-valid"
 
 var brokerRules = []Rule{
-	{ID: BrokerRejectedValid, Severity: Warning, Section: "4", Place: 9,
+	{ID: BrokerRejectedValid, Severity: Warning, Group: GroupTelemetry, AtAnswer: true, After: BrokerIDConflict,
 		Summary: "the broker answered INVALID_REQUEST to a request no rule finds wrong",
 		Detail: "The broker answered INVALID_REQUEST (42) to a request in which none of kidscope's rules finds anything wrong: " +
 			"its header ID, telemetry IDs and member IDs are consistent with the connection.",
@@ -97,9 +97,9 @@ func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
 }
 
 // rejectedValid is a broker-rejected-valid finding about the request at.
-func rejectedValid(at kafka.FrameRef, atAnswer bool) cand {
+func rejectedValid(at kafka.FrameRef) cand {
 	return cand{rule: BrokerRejectedValid, expected: Value{Kind: ValueAccepted},
-		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}, atAnswer: atAnswer}
+		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}}
 }
 
 func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
@@ -109,7 +109,7 @@ func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
 	}
 	if rejected, _ := judgeAnswer(m.Answer); q == nil && rejected {
 		// A request with no possible finding, rejected.
-		return []cand{rejectedValid(m.RequestAt, false)}
+		return []cand{rejectedValid(m.RequestAt)}
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
 		}
 	}
 	if rejected, _ := judgeAnswer(q.ans); !found && q.answered && rejected {
-		return []cand{rejectedValid(q.at, true)}
+		return []cand{rejectedValid(q.at)}
 	}
 	return nil
 }

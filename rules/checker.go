@@ -75,9 +75,6 @@ type cand struct {
 	// a request several ways until it knows which applies (the header
 	// rules: seed, accepted, old client).
 	judge uint8
-	// atAnswer: the finding points at the request's answer, not at the
-	// request (broker-rejected-valid).
-	atAnswer bool
 	// at, stream and count are the evidence of a finding about the
 	// connection rather than a request.
 	at     kafka.FrameRef

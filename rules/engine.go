@@ -398,7 +398,7 @@ func (e *Engine) finalize(c *conn, q *request) {
 	for _, k := range c.checks {
 		for _, cd := range k.settled(q, pick, found) {
 			a := req
-			if cd.atAnswer {
+			if r, _ := Lookup(cd.rule); r.AtAnswer && q.answered {
 				a.at = q.respAt
 			}
 			e.emitCand(c, cd, a, nil)

@@ -15,7 +15,7 @@ const (
 )
 
 var groupRules = []Rule{
-	{ID: JoinMemberIDNotUsed, Severity: Error, Section: "6", Place: 1,
+	{ID: JoinMemberIDNotUsed, Severity: Error, Group: GroupMembership, CrossConnection: true,
 		Summary: "after MEMBER_ID_REQUIRED with member ID M, the next JoinGroup for the group carries another ID",
 		Detail: "KIP-394: a JoinGroup v4+ with an empty member ID is answered MEMBER_ID_REQUIRED (79) with the member ID M the coordinator assigned for group G. " +
 			"The client's next JoinGroup for G carries a member ID other than M (empty, stale or another): on the same connection, " +
@@ -25,14 +25,14 @@ var groupRules = []Rule{
 		Fix: "Client: on MEMBER_ID_REQUIRED, send the next JoinGroup at once with the member ID from the response, also when it reconnects to the coordinator in between. " +
 			"Broker: nothing to change.",
 		Example: "grp-join-rejoin-wrong"},
-	{ID: JoinMemberIDRequiredOldVersion, Severity: Warning, Section: "6", Place: 2,
+	{ID: JoinMemberIDRequiredOldVersion, Severity: Warning, Group: GroupMembership, AtAnswer: true,
 		Summary: "MEMBER_ID_REQUIRED sent in answer to JoinGroup v0–v3",
 		Detail:  "The coordinator answered MEMBER_ID_REQUIRED (79) to a JoinGroup v0, v1, v2 or v3. KIP-394 starts at JoinGroup v4: clients that send older versions do not know the error code.",
 		Why:     "An old client does not understand error 79: it may treat it as fatal or unknown and never join the group, so its partitions go unconsumed.",
 		Fix: "Broker: answer MEMBER_ID_REQUIRED only to JoinGroup v4 and later, as Apache Kafka does; for older versions accept the empty member ID and assign one in the normal answer. " +
 			"Client: a client that sends JoinGroup v4 or later handles it.",
 		Example: "grp-join-old-version"},
-	{ID: HeartbeatMemberIDEmpty, Severity: Error, Section: "6", Place: 3,
+	{ID: HeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
 		Summary: "ConsumerGroupHeartbeat v1+ with an empty MemberId",
 		Detail: "A ConsumerGroupHeartbeat v1 or later (the KIP-848 consumer group protocol) carries an empty MemberId. " +
 			"Since KIP-1082 (v1) the client makes its member ID, a UUID, before its first heartbeat and keeps it for its lifetime; v0, in which the coordinator assigned it, is not judged.",
@@ -40,7 +40,7 @@ var groupRules = []Rule{
 		Fix: "Client: make a member ID (a random UUID) when the consumer is created and send it from the first heartbeat on; " +
 			"a client that still relies on the coordinator to assign it must use ConsumerGroupHeartbeat v0. Broker: nothing to change.",
 		Example: "grp-cgh-empty-member"},
-	{ID: HeartbeatMemberIDChanged, Severity: Warning, Section: "6", Place: 4,
+	{ID: HeartbeatMemberIDChanged, Severity: Warning, Group: GroupMembership,
 		Summary: "the member ID changes on a connection and group without leaving first",
 		Detail:  "On one connection and group, a ConsumerGroupHeartbeat carries a member ID other than the previous one, and the old member did not leave (MemberEpoch -1) in between.",
 		Why: "The coordinator sees a new member while the old one keeps its partitions until its session times out: " +

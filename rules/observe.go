@@ -69,16 +69,12 @@ func (o *Observation) At() kafka.FrameRef {
 	return o.Event.At
 }
 
-// crossConnection are the rules that look across connections: an engine
-// that sees one host finds them for that host only.
-var crossConnection = map[string]bool{
-	TelemetryIDNotReused: true, TelemetryPushAfterTerminate: true, TelemetryPushUnknownID: true,
-	BrokerIDReissued: true, JoinMemberIDNotUsed: true, InstanceIDShared: true, InstanceIDSplit: true,
-}
-
 // CrossConnection reports whether a rule looks across connections, so that
 // it is found again over every host's observations.
-func CrossConnection(id string) bool { return crossConnection[id] }
+func CrossConnection(id string) bool {
+	r, _ := Lookup(id)
+	return r.CrossConnection
+}
 
 // Ranked reports whether a rule takes part in the precedence of RULES.md
 // §1 (at most one of them per request).

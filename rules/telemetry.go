@@ -22,7 +22,7 @@ const (
 )
 
 var telemetryRules = []Rule{
-	{ID: TelemetryBodyMismatch, Severity: Error, Section: "4", Place: 1, Precedence: 7, Verdict: true,
+	{ID: TelemetryBodyMismatch, Severity: Error, Group: GroupTelemetry, Verdict: true,
 		Summary: "a v0 GetTelemetrySubscriptions or PushTelemetry carries header ID H ≠ ZERO and body ID ≠ H",
 		Detail: "A GetTelemetrySubscriptions v0 or PushTelemetry v0 carries a header ID H (not ZERO) and a body ClientInstanceId R that is not H, ZERO included: " +
 			"the last two rows of the seed's GetTelemetrySubscriptions table (H with R = ZERO, H with R ≠ H). A client that sends H must use H for its telemetry too. " +
@@ -33,7 +33,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: when the header carries the instance ID, put the same ID in the body's ClientInstanceId: a KIP-1313 client makes its own ID and does not ask the broker for one (R = ZERO). " +
 			"Or use telemetry v1, whose body has no ID. Broker: nothing to change: INVALID_REQUEST is the right answer.",
 		Example: "gts-row5-body-differs"},
-	{ID: TelemetryIDNotReused, Severity: Error, Section: "4", Place: 2, Precedence: 9,
+	{ID: TelemetryIDNotReused, Severity: Error, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a later telemetry request of the same client instance carries another ID, or ZERO, after it got telemetry ID X",
 		Detail: "After a client got telemetry ID X (the broker returned it in a GetTelemetrySubscriptions answer, or the client sent it and the broker answered NONE), " +
 			"a later GetTelemetrySubscriptions or PushTelemetry of the same client instance carries a different ID or ZERO: " +
@@ -44,7 +44,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: keep the telemetry ID it was given (or its own instance ID) for the life of the client instance, across reconnects and brokers, " +
 			"and ask again with that same ID when a push is answered UNKNOWN_SUBSCRIPTION_ID. Broker: nothing to change.",
 		Example: "tel-assigned-not-reused"},
-	{ID: TelemetryPushReservedID, Severity: Error, Section: "4", Place: 3, Precedence: 6,
+	{ID: TelemetryPushReservedID, Severity: Error, Group: GroupTelemetry,
 		Summary: "a PushTelemetry identifies itself by ZERO or ONE",
 		Detail: "The ID a PushTelemetry identifies itself by is ZERO or ONE: a v0 push by its body ClientInstanceId; " +
 			"a v1 push by its header ID or, without one, by the connection's established ID.",
@@ -52,7 +52,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: push only with the ID a GetTelemetrySubscriptions exchange gave or accepted (v0: in the body; v1: in the header, or on a connection that established a non-reserved ID). " +
 			"Broker: nothing to change.",
 		Example: "tel-push-zero"},
-	{ID: TelemetryPushAfterTerminate, Severity: Error, Section: "4", Place: 4, Precedence: 10,
+	{ID: TelemetryPushAfterTerminate, Severity: Error, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry for an instance ID after a terminating push for that ID, with no exchange re-issuing the ID since",
 		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: " +
 			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) " +
@@ -65,7 +65,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: send Terminating = true only in the last push of a closing instance; an instance that goes on must get a subscription again with GetTelemetrySubscriptions before it pushes. " +
 			"Broker: nothing to change.",
 		Example: "tel-push-after-terminating"},
-	{ID: TelemetryIDMissing, Severity: Error, Section: "4", Place: 5, Precedence: 8,
+	{ID: TelemetryIDMissing, Severity: Error, Group: GroupTelemetry,
 		Summary: "a v1 telemetry request with no header ID on a connection that has no ID either",
 		Detail: "A GetTelemetrySubscriptions v1 or PushTelemetry v1 carries no header ID, on a connection that has no established ID either. " +
 			"Telemetry v1 bodies have no ClientInstanceId: the header, or the connection's established ID, is all that identifies the client.",
@@ -73,7 +73,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: use telemetry v1 only with KIP-1313 header IDs: send the instance ID in the connection's first v3-header request (a v1 telemetry request is one). " +
 			"Otherwise use v0, with the ID in the body. Broker: nothing to change.",
 		Example: "tel-v1-header-id"},
-	{ID: TelemetryPushUnknownID, Severity: Warning, Section: "4", Place: 6, Precedence: 11,
+	{ID: TelemetryPushUnknownID, Severity: Warning, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted",
 		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection, assigned (B, answered NONE) " +
 			"or accepted (the ID the request identified itself by, answered NONE: v0 its body, v1 its header or its connection's established ID). " +
@@ -84,7 +84,7 @@ var telemetryRules = []Rule{
 		Fix: "First rule out a late capture: capture from the client's start. Client: get a subscription with GetTelemetrySubscriptions, and push with the ID it returned or accepted. " +
 			"Broker: nothing to change.",
 		Example: "tel-push-unknown-id"},
-	{ID: BrokerIDNotAssigned, Severity: Error, Section: "4", Place: 7,
+	{ID: BrokerIDNotAssigned, Severity: Error, Group: GroupTelemetry, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions with R = ZERO and no H was answered NONE with B = ZERO",
 		Detail: "A GetTelemetrySubscriptions v0 with body ID R = ZERO and no header ID, the first row of the seed's table (a KIP-714 client asking for its telemetry ID), " +
 			"is answered NONE with ClientInstanceId B = ZERO.",
@@ -92,7 +92,7 @@ var telemetryRules = []Rule{
 		Fix: "Broker: answer an initial GetTelemetrySubscriptions with a new random, non-reserved ID, as Apache Kafka does; " +
 			"check the version of the broker, or of a proxy between client and broker, that answered it. Client: nothing to change.",
 		Example: "tel-broker-no-id"},
-	{ID: BrokerIDConflict, Severity: Warning, Section: "4", Place: 8,
+	{ID: BrokerIDConflict, Severity: Warning, Group: GroupTelemetry, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions with R ≠ ZERO was answered with another non-zero ID",
 		Detail: "A GetTelemetrySubscriptions v0 whose body names the client's ID (R ≠ ZERO) is answered with a ClientInstanceId B that is neither ZERO nor R. " +
 			"Apache brokers echo R, or answer ZERO as the seed's table has it; any other ID is wrong.",
@@ -101,7 +101,7 @@ var telemetryRules = []Rule{
 		Fix: "Broker: for a request that names its ID, keep that ID (echo R, or return ZERO); make a new one only for R = ZERO. " +
 			"Look at non-Apache brokers and proxies in the path. Client: keep using R.",
 		Example: "tel-broker-id-conflict"},
-	{ID: BrokerIDReissued, Severity: Warning, Section: "4", Place: 10,
+	{ID: BrokerIDReissued, Severity: Warning, Group: GroupTelemetry, CrossConnection: true, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions asking for a new ID was answered with an ID already seen on another connection",
 		Detail: "A client that has no telemetry ID asks for one with GetTelemetrySubscriptions v0: body ClientInstanceId ZERO and no instance ID in the header. " +
 			"This answer (NONE) gave an ID the capture had already seen on another connection: assigned there by a broker, or used there as a header or telemetry ID " +

@@ -143,14 +143,40 @@ func writeList(dir string, list []*Scenario) ([]Written, error) {
 // All is every scenario, in the order the README lists them.
 func All() []*Scenario {
 	var out []*Scenario
-	for _, group := range [][]Scenario{headerScenarios(), tableScenarios(), telemetryScenarios(),
-		groupScenarios(), verdictScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios(),
-		quirkScenarios()} {
-		for i := range group {
-			out = append(out, &group[i])
+	for _, t := range sections {
+		for _, list := range t.lists {
+			group := list()
+			for i := range group {
+				out = append(out, &group[i])
+			}
 		}
 	}
 	return out
+}
+
+// A section is a part of README.md's list of scenarios: its title, a
+// note under it, and the lists of scenarios it shows.
+type section struct {
+	title, note string
+	lists       []func() []Scenario
+}
+
+// sections are the scenarios, in README.md's order.
+var sections = []section{
+	{title: "Header rules under both profiles, each with a clean twin that differs in one detail",
+		lists: []func() []Scenario{headerScenarios}},
+	{title: "The seed's table, telemetry and the broker's telemetry answers",
+		lists: []func() []Scenario{tableScenarios, telemetryScenarios}},
+	{title: "Groups", lists: []func() []Scenario{groupScenarios}},
+	{title: "Broker verdicts from any API's answer",
+		note: "P sends a changed header ID to broker1, Q to broker2; broker1 answers as Apache Kafka's error " +
+			"response for that request does (the top-level ErrorCode where the version has one, else every " +
+			"topic, partition or group), broker2 processes the request.",
+		lists: []func() []Scenario{verdictScenarios}},
+	{title: "Across connections", lists: []func() []Scenario{instanceScenarios}},
+	{title: "What the capture cannot show, TCP, links and ports",
+		lists: []func() []Scenario{streamScenarios, networkScenarios, largeScenarios}},
+	{title: "Quirks of real capture files, read as Wireshark reads them", lists: []func() []Scenario{quirkScenarios}},
 }
 
 // Small is every scenario that is committed (all but the large ones).

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/rules"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,12 +19,6 @@ import (
 // TCP behaviour contradicts, instance IDs shared or split by accident,
 // broker verdicts no answer supports, and gaps in the coverage the issue
 // asks for.
-
-// answerRules are the rules about a broker's answer: at the response.
-var answerRules = map[string]bool{
-	"broker-id-not-assigned": true, "broker-id-conflict": true, "broker-rejected-valid": true, "broker-id-reissued": true,
-	"join-member-id-required-old-version": true,
-}
 
 // requestIndex maps each Request of a built scenario's script to its
 // message.
@@ -192,7 +187,7 @@ func checkExpectation(t *testing.T, b *Built) {
 	maxFrame := slices.Max(frames)
 	for _, f := range e.Findings {
 		r, ok := LookupRule(f.Rule)
-		if !ok || r.Severity != f.Severity {
+		if !ok || r.Severity.String() != f.Severity {
 			t.Errorf("finding %s: unknown rule or wrong severity %s", f.Rule, f.Severity)
 		}
 		if f.Frame < 1 || f.Frame > maxFrame {
@@ -216,14 +211,11 @@ func checkExpectation(t *testing.T, b *Built) {
 				for _, f := range r.Finds {
 					rule, _ := LookupRule(f.Rule)
 					findsAt[ci] = append(findsAt[ci], f.Rule)
-					if answerRules[f.Rule] {
+					if rule.AtAnswer {
 						t.Errorf("conn %d step %d: %s is about an answer, but is put on the request", ci, si, f.Rule)
 					}
-					if rule.Section == 3 || rule.Section == 4 {
+					if rule.Precedence > 0 {
 						n34++
-						if !slices.Contains(Precedence, f.Rule) {
-							t.Errorf("conn %d step %d: %s is not in the §1 precedence list", ci, si, f.Rule)
-						}
 					}
 					switch f.Rule {
 					case "stream-unanswered":
@@ -233,7 +225,7 @@ func checkExpectation(t *testing.T, b *Built) {
 					case "stream-mid-start", "stream-not-kafka":
 						t.Errorf("conn %d step %d: %s is put on a request", ci, si, f.Rule)
 					}
-					if rule.Section == 3 && len(f.Related) > 1 {
+					if rule.Group == rules.GroupHeader && len(f.Related) > 1 {
 						t.Errorf("conn %d step %d: %s names more than the establishing frame", ci, si, f.Rule)
 					}
 				}
@@ -247,7 +239,7 @@ func checkExpectation(t *testing.T, b *Built) {
 			for _, r := range st.Resps {
 				for _, f := range r.Finds {
 					findsAt[ci] = append(findsAt[ci], f.Rule)
-					if !answerRules[f.Rule] {
+					if rule, _ := LookupRule(f.Rule); !rule.AtAnswer {
 						t.Errorf("conn %d step %d: %s is put on a response", ci, si, f.Rule)
 					}
 				}
@@ -392,8 +384,7 @@ func checkVerdicts(t *testing.T, b *Built, idx map[*Request]int) {
 			for _, r := range st.Reqs {
 				tells := false
 				for _, f := range r.Finds {
-					rule, _ := LookupRule(f.Rule)
-					if rule.Section == 3 && rule.Severity == "error" || f.Rule == "telemetry-body-mismatch" {
+					if rule, _ := LookupRule(f.Rule); rule.Verdict {
 						tells = true
 					}
 				}
@@ -463,18 +454,23 @@ func TestCoverage(t *testing.T) {
 			profileRule[f.Rule+"/"+prof[f.Client]] = true
 		}
 	}
-	for _, r := range Rules {
+	for _, r := range rules.Catalog() {
 		if !found[r.ID] {
 			t.Errorf("no scenario produces %s", r.ID)
 		}
-	}
-	for _, want := range []string{
-		"header-id-changed/seed", "header-id-changed/accepted", "header-id-dropped/seed", "header-id-late/seed",
-		"header-id-missing-first/accepted", "header-id-reserved/seed", "header-id-reserved/accepted",
-		"header-client-id-repeated/accepted", "header-id-repeated/accepted",
-	} {
-		if !profileRule[want] {
-			t.Errorf("no scenario shows %s", want)
+		// A rule of a profile shows on a connection judged by it; one of
+		// both profiles, under each.
+		var profiles []string
+		switch r.Profile {
+		case "both":
+			profiles = []string{"seed", "accepted"}
+		case "seed", "accepted":
+			profiles = []string{r.Profile}
+		}
+		for _, p := range profiles {
+			if !profileRule[r.ID+"/"+p] {
+				t.Errorf("no scenario shows %s/%s", r.ID, p)
+			}
 		}
 	}
 	for row := 1; row <= 5; row++ {
