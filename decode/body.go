@@ -15,6 +15,7 @@ const (
 	keyProduce                   int16 = 0
 	keyMetadata                  int16 = 3
 	KeyJoinGroup                 int16 = 11
+	KeyLeaveGroup                int16 = 13
 	KeySaslHandshake             int16 = 17
 	KeyApiVersions               int16 = 18
 	KeySaslAuthenticate          int16 = 36
@@ -41,7 +42,8 @@ type Body struct {
 	// PushTelemetry request.
 	SubscriptionID int32
 	Terminating    bool
-	// JoinGroup and ConsumerGroupHeartbeat.
+	// JoinGroup, ConsumerGroupHeartbeat and (GroupID only) LeaveGroup
+	// requests.
 	GroupID         string
 	MemberID        string
 	GroupInstanceID *string
@@ -61,7 +63,8 @@ type VersionRange struct {
 }
 
 // wantsBody reports whether the decoder buffers and decodes the whole frame
-// of this API: the keys above, nothing else (record bytes are skipped).
+// of this API, request and response: the keys above, nothing else (record
+// bytes are skipped).
 func wantsBody(key int16) bool {
 	switch key {
 	case KeyJoinGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
@@ -69,6 +72,13 @@ func wantsBody(key int16) bool {
 		return true
 	}
 	return false
+}
+
+// wantsRequestBody reports whether the decoder decodes the request body of
+// this API: those of wantsBody, and requests whose answers the rules read
+// no more of than any answer's error codes (LeaveGroup).
+func wantsRequestBody(key int16) bool {
+	return wantsBody(key) || key == KeyLeaveGroup
 }
 
 // decodeRequestBody decodes the body of a request the rules read.
@@ -111,6 +121,13 @@ func decodeRequestBody(key, version int16, b []byte) (Body, error) {
 		}
 		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
 		body.MemberEpoch = r.MemberEpoch
+	case KeyLeaveGroup:
+		var r kmsg.LeaveGroupRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID = r.Group
 	case KeySaslHandshake:
 		var r kmsg.SASLHandshakeRequest
 		r.SetVersion(version)

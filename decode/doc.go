@@ -3,7 +3,7 @@
 // request headers v0–v3 with their tagged fields (the KIP-1313 client
 // instance ID is tag 0), response headers matched to their requests by
 // correlation ID, the API table, the bodies of the few APIs the rules read
-// (ApiVersions, JoinGroup, ConsumerGroupHeartbeat,
+// (ApiVersions, JoinGroup, LeaveGroup requests, ConsumerGroupHeartbeat,
 // GetTelemetrySubscriptions, PushTelemetry, SaslHandshake), and the error
 // codes of every response (answers.go).
 //
