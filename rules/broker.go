@@ -115,26 +115,35 @@ func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
 }
 
 // settled records what the broker did with a request a Verdict rule found
-// wrong, and finds a rejection of a request no rule found wrong.
-func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
+// wrong, and finds a rejection of a request no rule found wrong. A
+// rejection that another finding explains (Apache rejects the request for
+// that reason with or without KIP-1313) is no evidence that the broker
+// enforces KIP-1313; an answer that processed the request still shows
+// that it ignores it.
+func (bcn *brokerConn) settled(q *request, pick *cand, made []cand) []cand {
 	if pick != nil {
 		if r, _ := Lookup(pick.rule); r.Verdict {
-			bcn.b.judge(q, bcn.max)
+			explained := slices.ContainsFunc(made, func(cd cand) bool { return cd.rejectedAnyway })
+			bcn.b.judge(q, bcn.max, explained)
 		}
 	}
-	if rejected, _ := judgeAnswer(q.ans); !found && q.answered && rejected {
+	if rejected, _ := judgeAnswer(q.ans); len(made) == 0 && q.answered && rejected {
 		return []cand{rejectedValid(q.at)}
 	}
 	return nil
 }
 
 // judge records the broker's answer to a request a Verdict rule found
-// wrong, keeping the first max frames of each verdict.
-func (b *brokerState) judge(q *request, max int) {
+// wrong, keeping the first max frames of each verdict. explained: a
+// rejection of it would be explained by another rule.
+func (b *brokerState) judge(q *request, max int, explained bool) {
 	rejected, processed := judgeAnswer(q.ans)
 	switch {
 	case q.noResponse:
 		// No answer by design: neither a rejection nor evidence.
+	case explained && rejected:
+		// Rejected for another reason than KIP-1313, perhaps (a broker
+		// that cannot parse a header closes the connection instead).
 	case q.answered && rejected, q.closedByBroker:
 		b.enforced++
 		if len(b.enforce) < max {

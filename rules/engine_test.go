@@ -366,7 +366,11 @@ var cases = []struct {
 			c.close(false)
 		}
 	}, "broker-id-reissued@11 broker-id-reissued@19", false},
-	{"accepted again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
+	// Apache answers a GetTelemetrySubscriptions that names the ID NONE
+	// (echoing it, or ZERO) and still rejects the next push
+	// (ClientMetricsManager keeps the instance's terminating flag): only an
+	// exchange that asks for a new ID and gets this one again lifts it.
+	{"named again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))
@@ -377,8 +381,8 @@ var cases = []struct {
 		corr = b.req(gts, 0, none(), tele(idX)) // R ≠ ZERO: not asking for a new ID
 		b.resp(corr, 0, tele(idX))
 		b.ok(pushT, 0, none(), push(idX, false))
-	}, "", false},
-	{"accepted again after terminating: v1, by the header ID", Options{}, func(s *script) {
+	}, "telemetry-push-after-terminating@8 telemetry-push-after-terminating@13", false},
+	{"named again after terminating: v1, by the header ID", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))
@@ -386,8 +390,8 @@ var cases = []struct {
 		b.ok(gts, 1, with(idX), &decode.Body{}) // F
 		b.ok(metadata, 12, none().nullClient(), nil)
 		b.ok(pushT, 1, none().nullClient(), &decode.Body{})
-	}, "", false},
-	{"accepted twin: the v1 exchange is rejected", Options{}, func(s *script) {
+	}, "telemetry-push-after-terminating@11", false},
+	{"named twin: the v1 exchange is rejected", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))

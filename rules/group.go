@@ -19,7 +19,8 @@ var groupRules = []Rule{
 		Summary: "after MEMBER_ID_REQUIRED with member ID M, the next JoinGroup for the group carries another ID",
 		Detail: "KIP-394: a JoinGroup v4+ with an empty member ID is answered MEMBER_ID_REQUIRED (79) with the member ID M the coordinator assigned for group G. " +
 			"The client's next JoinGroup for G carries a member ID other than M (empty, stale or another): on the same connection, " +
-			"or on another connection of the same client instance (linked by its header ID).",
+			"or on another connection of the same client instance (linked by its header ID). " +
+			"A client that leaves G (LeaveGroup) in between starts again with an empty member ID, as Apache Kafka's consumer does: its next JoinGroup is not judged.",
 		Why: "The coordinator keeps M as a pending member until the session timeout. A rejoin with another ID is answered UNKNOWN_MEMBER_ID, or gets yet another MEMBER_ID_REQUIRED: " +
 			"the consumer loops without joining, the group's rebalance waits, its partitions are not consumed meanwhile, and pending members pile up on the coordinator.",
 		Fix: "Client: on MEMBER_ID_REQUIRED, send the next JoinGroup at once with the member ID from the response, also when it reconnects to the coordinator in between. " +
@@ -42,11 +43,12 @@ var groupRules = []Rule{
 		Example: "grp-cgh-empty-member"},
 	{ID: HeartbeatMemberIDChanged, Severity: Warning, Group: GroupMembership,
 		Summary: "the member ID changes on a connection and group without leaving first",
-		Detail:  "On one connection and group, a ConsumerGroupHeartbeat carries a member ID other than the previous one, and the old member did not leave (MemberEpoch -1) in between.",
+		Detail: "On one connection and group, a ConsumerGroupHeartbeat carries a member ID other than the previous one, and the old member did not leave in between " +
+			"(MemberEpoch -1, or -2 for a static member that will rejoin).",
 		Why: "The coordinator sees a new member while the old one keeps its partitions until its session times out: " +
 			"the group rebalances twice, those partitions are not consumed in between and lag grows. " +
 			"It usually means the client made a new member ID after an error or a reconnect.",
-		Fix:     "Client: keep one member ID for the consumer's lifetime (KIP-1082), and leave the group with MemberEpoch -1 before joining under a new one. Broker: nothing to change.",
+		Fix:     "Client: keep one member ID for the consumer's lifetime (KIP-1082), and leave the group (MemberEpoch -1, or -2 for a static member) before joining under a new one. Broker: nothing to change.",
 		Example: "grp-cgh-member-changed"},
 }
 
@@ -108,10 +110,7 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	case decode.KeyJoinGroup:
 		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
 		gc.joins.set(h.CorrelationID, joinRequest{group: group, version: h.APIVersion, header: x})
-		keys := []string{groupKey(connKey(c.info.ID), group)}
-		if id, ok := c.instanceOf(x); ok {
-			keys = append(keys, groupKey(headerKey(id), group))
-		}
+		keys := gc.keys(c, x, group)
 		for _, k := range keys {
 			a, ok := g.required.get(k)
 			if !ok {
@@ -127,11 +126,23 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 			}
 			return nil
 		}
+	case decode.KeyLeaveGroup:
+		// A classic consumer that leaves (close, unsubscribe, a poll
+		// timeout) forgets its member ID and joins again with an empty
+		// one (Apache's AbstractCoordinator.maybeLeaveGroup resets its
+		// generation): a MEMBER_ID_REQUIRED before it binds no later
+		// JoinGroup.
+		for _, k := range gc.keys(c, x, kept(m.Body.GroupID)) {
+			g.required.delete(k)
+		}
 	case decode.KeyConsumerGroupHeartbeat:
 		var out []cand
 		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
 		if h.APIVersion >= 1 && member == "" {
-			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID}})
+			// Apache's coordinator rejects it (INVALID_REQUEST) whether or
+			// not the broker knows KIP-1313.
+			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
+				rejectedAnyway: true})
 		}
 		last, _ := gc.members.get(group)
 		if member != "" && last.member != "" && member != last.member {
@@ -147,6 +158,16 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 		return out
 	}
 	return nil
+}
+
+// keys are where the checker keeps what a client's request for group
+// binds: by connection, and by client instance (its header ID).
+func (gc *groupConn) keys(c *conn, x headerID, group string) []string {
+	keys := []string{groupKey(connKey(c.info.ID), group)}
+	if id, ok := c.instanceOf(x); ok {
+		keys = append(keys, groupKey(headerKey(id), group))
+	}
+	return keys
 }
 
 func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {

@@ -21,7 +21,7 @@ const (
 // engine that sees every host's (Options.Replay) can check those rules
 // across all of them. Only what they read is observed:
 //
-//   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup and
+//   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup, LeaveGroup and
 //     ConsumerGroupHeartbeat requests and their answers;
 //   - the request that set a connection's first header ID, and requests
 //     that carry another ID than that one;
@@ -84,7 +84,7 @@ func Ranked(id string) bool { return precedenceOf(id) > 0 }
 // of this API.
 func observedKey(key int16) bool {
 	switch key {
-	case decode.KeyGetTelemetrySubscriptions, decode.KeyPushTelemetry, decode.KeyJoinGroup, decode.KeyConsumerGroupHeartbeat:
+	case decode.KeyGetTelemetrySubscriptions, decode.KeyPushTelemetry, decode.KeyJoinGroup, decode.KeyLeaveGroup, decode.KeyConsumerGroupHeartbeat:
 		return true
 	}
 	return false

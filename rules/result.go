@@ -93,7 +93,9 @@ type Finding struct {
 	AfterGap bool
 	// Also names the other §3/§4 rules that applied to the same request.
 	Also []string
-	// Count is how many events a stream-unanswered finding stands for.
+	// Count is how many events a finding stands for: the requests a
+	// stream-unanswered finding counts, the pushes with one unknown ID a
+	// telemetry-push-unknown-id finding stands for (0 for the others).
 	Count int64
 }
 

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/kidscope/kidscope/decode"
@@ -54,11 +55,11 @@ var telemetryRules = []Rule{
 		Example: "tel-push-zero"},
 	{ID: TelemetryPushAfterTerminate, Severity: Error, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry for an instance ID after a terminating push for that ID, with no exchange re-issuing the ID since",
-		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: " +
-			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) " +
-			"or accepted it (the client identified itself by it and the broker answered NONE). " +
-			"Pushes for the ID after such an exchange are not reported; if the broker gave the ID to another client that asked for a new one, that answer is broker-id-reissued. " +
-			"Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported.",
+		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, to any broker, unless a broker handed the ID out again: " +
+			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, that asked for a new ID (body ID ZERO, no header ID) and was assigned this one (broker-id-reissued). " +
+			"An exchange that names the ID does not lift it: Apache Kafka answers it NONE and still rejects the next push with INVALID_REQUEST. " +
+			"Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported. " +
+			"A broker that accepts such a push (Apache keeps the terminating state per broker) does not make it right.",
 		Why: "A terminating push tells the broker that the client instance is closing and its subscription can go. " +
 			"A later push for the ID is rejected (INVALID_REQUEST or UNKNOWN_SUBSCRIPTION_ID) and its metrics are lost. " +
 			"It means the client sent its terminating push before it really stopped, or went on using the instance after closing it.",
@@ -75,9 +76,11 @@ var telemetryRules = []Rule{
 		Example: "tel-v1-header-id"},
 	{ID: TelemetryPushUnknownID, Severity: Warning, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted",
-		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection, assigned (B, answered NONE) " +
+		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection to any broker, assigned (B, answered NONE) " +
 			"or accepted (the ID the request identified itself by, answered NONE: v0 its body, v1 its header or its connection's established ID). " +
-			"A warning: the capture may simply have started after that exchange.",
+			"Reported once per ID, at its first push; the finding's count says how many pushes with the ID it stands for. " +
+			"A warning: the capture may simply have started after that exchange. Info when the push's connection began before the capture: " +
+			"a client asks once when it starts and then only pushes, moving its pushes to another broker without asking again, so a capture on a broker host that starts after its clients sees them so.",
 		Caveat: "the capture may have started after it",
 		Why: "If no exchange ever produced the ID, the broker has no subscription for it: the push is answered UNKNOWN_SUBSCRIPTION_ID and its metrics are dropped. " +
 			"The client may have made the ID up, or kept it from another cluster or an earlier run.",
@@ -144,6 +147,7 @@ type telemetryChecker struct {
 type sighting struct {
 	at      kafka.FrameRef
 	conn    int
+	broker  netip.AddrPort
 	inst    kafka.UUID
 	hasInst bool
 }
@@ -233,7 +237,7 @@ func identity(c *conn, ev *decode.Event, x headerID) (kafka.UUID, bool) {
 // sightingOf is a sighting at frame at on connection c.
 func sightingOf(c *conn, x headerID, at kafka.FrameRef) sighting {
 	inst, has := c.instanceOf(x)
-	return sighting{at: at, conn: c.info.ID, inst: inst, hasInst: has}
+	return sighting{at: at, conn: c.info.ID, broker: c.info.Endpoints.Broker, inst: inst, hasInst: has}
 }
 
 // sight records that id was used or assigned at s. Reserved IDs are no
@@ -270,7 +274,7 @@ func (t *telemetryChecker) endedFor(id kafka.UUID, term, q sighting) bool {
 func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	t, x := tc.t, q.x
 	if x.carries && (q.setsFirstID || x.id != c.firstID) {
-		t.sight(x.id, sighting{at: q.at, conn: c.info.ID, inst: x.id, hasInst: true})
+		t.sight(x.id, sighting{at: q.at, conn: c.info.ID, broker: c.info.Endpoints.Broker, inst: x.id, hasInst: true})
 	}
 	h := &ev.Msg.Request
 	if h.APIKey != decode.KeyGetTelemetrySubscriptions && h.APIKey != decode.KeyPushTelemetry {
@@ -299,14 +303,27 @@ func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	}
 	if h.APIKey == decode.KeyPushTelemetry && hasIdent {
 		if ident.IsReserved() {
-			out = append(out, cand{rule: TelemetryPushReservedID, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: ident}})
+			// Apache rejects a reserved body ID whether or not it knows
+			// KIP-1313 (ClientMetricsManager.processPushTelemetryRequest);
+			// a v1 push's ID is its header's, a KIP-1313 matter.
+			out = append(out, cand{rule: TelemetryPushReservedID, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: ident},
+				rejectedAnyway: h.APIVersion == 0})
 		} else {
-			if f, ok := t.terminated.get(ident); ok && t.endedFor(ident, f, sightingOf(c, x, at)) {
+			here := sightingOf(c, x, at)
+			if f, ok := t.terminated.get(ident); ok && t.endedFor(ident, f, here) {
+				// Apache keeps the terminating flag per broker: another
+				// broker has no reason of its own to reject the push.
 				out = append(out, cand{rule: TelemetryPushAfterTerminate, expected: Value{Kind: ValueNoPushAfterEnd},
-					seen: Value{Kind: ValuePushFor, ID: ident}, related: []Related{{f.at, RoleTerminated}}})
+					seen: Value{Kind: ValuePushFor, ID: ident}, related: []Related{{f.at, RoleTerminated}},
+					rejectedAnyway: f.broker == here.broker})
 			}
 			if _, ok := t.known.get(ident); !ok {
-				out = append(out, cand{rule: TelemetryPushUnknownID, expected: Value{Kind: ValueExchangedID}, seen: Value{Kind: ValueID, ID: ident}})
+				// Once per ID: a client asks once and then only pushes, so a
+				// capture that began after its exchange sees every push. On
+				// a connection open before the capture that is what to
+				// expect: info.
+				out = append(out, cand{rule: TelemetryPushUnknownID, expected: Value{Kind: ValueExchangedID}, seen: Value{Kind: ValueID, ID: ident},
+					once: string(ident[:]), info: c.info.MidStream[kafka.ToBroker]})
 			}
 			if m.Body.Terminating {
 				if _, ok := t.terminated.get(ident); !ok {
@@ -385,7 +402,13 @@ func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 	if !got.IsReserved() {
 		at := ev.At
 		t.known.set(got, at)
-		t.terminated.delete(got)
+		if req.hasBody && req.body.IsZero() && !req.h.carries && got == b {
+			// The client asked for a new ID and the broker handed this one
+			// out again (broker-id-reissued): its terminating push is
+			// over. An exchange that names the ID does not lift it: Apache
+			// answers it NONE and still rejects the next push.
+			t.terminated.delete(got)
+		}
 		t.got.set(connKey(c.info.ID), gotID{got, at})
 		if req.h.carries {
 			t.got.set(headerKey(req.h.id), gotID{got, at})

@@ -200,4 +200,8 @@ type Find struct {
 	// AtStart puts the finding at the first frame of the message rather
 	// than the frame where it is complete (unused where both are one).
 	AtStart bool
+	// Info expects the finding as info rather than its rule's severity
+	// (telemetry-push-unknown-id on a connection the capture joined
+	// mid-stream).
+	Info bool
 }

@@ -60,6 +60,23 @@ func groupScenarios() []Scenario {
 	})
 
 	out = append(out, Scenario{
+		Name: "grp-join-leave-rejoin",
+		Description: "JoinGroup answered MEMBER_ID_REQUIRED, then the consumer leaves the group (LeaveGroup: closed, unsubscribed or past its poll timeout) " +
+			"and joins again with an empty member ID, as Apache Kafka's consumer does after leaving; nothing to find",
+		Format: netsim.PcapNG, Seed: 409,
+		Brokers: []Broker{{broker2, Unknown}},
+		Conns: []Conn{
+			{Client: ep("10.0.1.64:40270"), Broker: broker2, ClientID: "orders-consumer", Steps: append(consumerStart(NoTag, group),
+				joinRequired(NoTag, 7, group, memberP),
+				leaveGroup(NoTag, group, memberP),
+				joinRequired(NoTag, 7, group, memberP2).after(2*second),
+				joinWith(NoTag, 7, group, memberP2),
+				syncGroup(NoTag, group, memberP2),
+			)},
+		},
+	})
+
+	out = append(out, Scenario{
 		Name: "grp-join-rejoin-wrong",
 		Description: "JoinGroup answered MEMBER_ID_REQUIRED, and the client's next JoinGroup does not carry the member ID it was given: a stale ID on the same connection " +
 			"(answered UNKNOWN_MEMBER_ID), and an empty one on the seed client's next connection",

@@ -195,5 +195,21 @@ func verdictScenarios() []Scenario {
 				}},
 			},
 		},
+		{
+			Name: "vrd-explained-rejection",
+			Description: "a seed client sends a changed header ID on a PushTelemetry v0 whose body ID is ZERO and on a ConsumerGroupHeartbeat v1 with an empty member ID: " +
+				"broker2, which does not know KIP-1313, rejects both with INVALID_REQUEST for those reasons, as Apache Kafka does: no evidence that it enforces KIP-1313",
+			Format: netsim.PcapNG, Seed: 408,
+			Brokers: []Broker{{broker2, Unknown}},
+			Conns: []Conn{
+				{Client: ep("10.0.1.76:47702"), Broker: broker2, ClientID: "orders-app", Profile: Seed, Steps: []Step{
+					apiVersions(Tag(uid(454))).label("est"),
+					metadata(Tag(uid(454)), "orders"),
+					pushV0(Tag(uid(455)), ZERO, false, 1, errInvalidRequest).find("header-id-changed", "est"),
+					cghRejected(Tag(uid(455)), 1, cgroup, "", 0, errInvalidRequest, "MemberId can't be empty.").
+						find("header-id-changed", "est").find("heartbeat-member-id-empty"),
+				}},
+			},
+		},
 	}
 }
