@@ -94,7 +94,7 @@ var apiTable = [...]API{
 	85: {Key: 85, Name: "WriteShareGroupState", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: 1},       // overlay: max 0→1, header v3 from v1
 	86: {Key: 86, Name: "DeleteShareGroupState", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: 1},      // overlay: max 0→1, header v3 from v1
 	87: {Key: 87, Name: "ReadShareGroupStateSummary", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: 1}, // overlay: max 0→1, header v3 from v1
-	88: {Key: 88, Name: "StreamsGroupHeartbeat", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, HeaderV3From: -1},     // overlay: added
+	88: {Key: 88, Name: "StreamsGroupHeartbeat", MinVersion: 0, MaxVersion: 1, FlexibleFrom: 0, HeaderV3From: -1},     // overlay: added
 	89: {Key: 89, Name: "StreamsGroupDescribe", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, HeaderV3From: -1},      // overlay: added
 	90: {Key: 90, Name: "DescribeShareGroupOffsets", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, HeaderV3From: -1}, // overlay: added
 	91: {Key: 91, Name: "AlterShareGroupOffsets", MinVersion: 0, MaxVersion: 0, FlexibleFrom: 0, HeaderV3From: -1},    // overlay: added

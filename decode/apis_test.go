@@ -37,7 +37,7 @@ func TestAPITableAgainstSchemas(t *testing.T) {
 		{79, "ShareAcknowledge", 0, 1, 0, -1},
 		{83, "InitializeShareGroupState", 0, 1, 0, 1},
 		{87, "ReadShareGroupStateSummary", 0, 1, 0, 1},
-		{88, "StreamsGroupHeartbeat", 0, 0, 0, -1},
+		{88, "StreamsGroupHeartbeat", 0, 1, 0, -1},
 		{89, "StreamsGroupDescribe", 0, 0, 0, -1},
 		{90, "DescribeShareGroupOffsets", 0, 0, 0, -1},
 		{91, "AlterShareGroupOffsets", 0, 0, 0, -1},
@@ -113,6 +113,7 @@ func TestHeaderVersions(t *testing.T) {
 		{83, 1, 3, 1}, // InitializeShareGroupState v1: header v3
 		{87, 1, 3, 1}, // ReadShareGroupStateSummary v1: header v3
 		{88, 0, 2, 1}, // StreamsGroupHeartbeat
+		{88, 1, 2, 1}, // StreamsGroupHeartbeat v1 (Kafka 4.4)
 		{92, 0, 2, 1}, // DeleteShareGroupOffsets
 		{74, 1, 2, 1}, // ListConfigResources v1
 		{76, 1, 2, 1}, // ShareGroupHeartbeat v1

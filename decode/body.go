@@ -20,6 +20,8 @@ const (
 	KeyApiVersions               int16 = 18
 	KeySaslAuthenticate          int16 = 36
 	KeyConsumerGroupHeartbeat    int16 = 68
+	KeyShareGroupHeartbeat       int16 = 76
+	KeyStreamsGroupHeartbeat     int16 = 88
 	KeyGetTelemetrySubscriptions int16 = 71
 	KeyPushTelemetry             int16 = 72
 )
@@ -42,8 +44,9 @@ type Body struct {
 	// PushTelemetry request.
 	SubscriptionID int32
 	Terminating    bool
-	// JoinGroup, ConsumerGroupHeartbeat and (GroupID only) LeaveGroup
-	// requests.
+	// JoinGroup, the group heartbeats (ConsumerGroupHeartbeat; the
+	// requests of ShareGroupHeartbeat and StreamsGroupHeartbeat) and
+	// (GroupID only) LeaveGroup requests.
 	GroupID         string
 	MemberID        string
 	GroupInstanceID *string
@@ -76,9 +79,14 @@ func wantsBody(key int16) bool {
 
 // wantsRequestBody reports whether the decoder decodes the request body of
 // this API: those of wantsBody, and requests whose answers the rules read
-// no more of than any answer's error codes (LeaveGroup).
+// no more of than any answer's error codes (LeaveGroup, the share and
+// streams group heartbeats).
 func wantsRequestBody(key int16) bool {
-	return wantsBody(key) || key == KeyLeaveGroup
+	switch key {
+	case KeyLeaveGroup, KeyShareGroupHeartbeat, KeyStreamsGroupHeartbeat:
+		return true
+	}
+	return wantsBody(key)
 }
 
 // decodeRequestBody decodes the body of a request the rules read.
@@ -115,6 +123,21 @@ func decodeRequestBody(key, version int16, b []byte) (Body, error) {
 		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
 	case KeyConsumerGroupHeartbeat:
 		var r kmsg.ConsumerGroupHeartbeatRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
+		body.MemberEpoch = r.MemberEpoch
+	case KeyShareGroupHeartbeat:
+		var r kmsg.ShareGroupHeartbeatRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.MemberEpoch = r.GroupID, r.MemberID, r.MemberEpoch
+	case KeyStreamsGroupHeartbeat:
+		var r kmsg.StreamsGroupHeartbeatRequest
 		r.SetVersion(version)
 		if err := r.ReadFrom(b); err != nil {
 			return body, err

@@ -93,7 +93,7 @@ func overlay() []overlayEntry {
 		{Key: 77, MaxVersion: 1, HeaderV3From: none, Note: "ShareGroupDescribe v1"},
 		{Key: 78, MaxVersion: 1, HeaderV3From: none, Note: "ShareFetch v1"},
 		{Key: 79, MaxVersion: 1, HeaderV3From: none, Note: "ShareAcknowledge v1"},
-		{Key: 88, Name: "StreamsGroupHeartbeat", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
+		{Key: 88, Name: "StreamsGroupHeartbeat", MaxVersion: 1, HeaderV3From: none, Note: "new key; v1 (KIP-1331, Kafka 4.4)"},
 		{Key: 89, Name: "StreamsGroupDescribe", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
 		{Key: 90, Name: "DescribeShareGroupOffsets", MaxVersion: 0, HeaderV3From: none, Note: "new key"},
 		{Key: 91, Name: "AlterShareGroupOffsets", MaxVersion: 0, HeaderV3From: none, Note: "new key"},

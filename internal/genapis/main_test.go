@@ -87,7 +87,7 @@ func TestSchemasTable(t *testing.T) {
 	check(18, "ApiVersions", 0, 5, 3, none)
 	check(47, "OffsetDelete", 0, 1, 1, 1)
 	check(74, "ListConfigResources", 0, 1, 0, none)
-	check(88, "StreamsGroupHeartbeat", 0, 0, 0, none)
+	check(88, "StreamsGroupHeartbeat", 0, 1, 0, none)
 }
 
 func TestStripComments(t *testing.T) {
