@@ -12,6 +12,8 @@ const (
 	JoinMemberIDRequiredOldVersion = "join-member-id-required-old-version"
 	HeartbeatMemberIDEmpty         = "heartbeat-member-id-empty"
 	HeartbeatMemberIDChanged       = "heartbeat-member-id-changed"
+	ShareHeartbeatMemberIDEmpty    = "share-heartbeat-member-id-empty"
+	StreamsHeartbeatMemberIDEmpty  = "streams-heartbeat-member-id-empty"
 )
 
 var groupRules = []Rule{
@@ -43,13 +45,45 @@ var groupRules = []Rule{
 		Example: "grp-cgh-empty-member"},
 	{ID: HeartbeatMemberIDChanged, Severity: Warning, Group: GroupMembership,
 		Summary: "the member ID changes on a connection and group without leaving first",
-		Detail: "On one connection and group, a ConsumerGroupHeartbeat carries a member ID other than the previous one, and the old member did not leave in between " +
-			"(MemberEpoch -1, or -2 for a static member that will rejoin).",
+		Detail: "On one connection and group, a ConsumerGroupHeartbeat, ShareGroupHeartbeat or StreamsGroupHeartbeat carries a member ID other than the previous one, " +
+			"and the old member did not leave in between (MemberEpoch -1, or -2 for a static member that will rejoin).",
 		Why: "The coordinator sees a new member while the old one keeps its partitions until its session times out: " +
 			"the group rebalances twice, those partitions are not consumed in between and lag grows. " +
 			"It usually means the client made a new member ID after an error or a reconnect.",
 		Fix:     "Client: keep one member ID for the consumer's lifetime (KIP-1082), and leave the group (MemberEpoch -1, or -2 for a static member) before joining under a new one. Broker: nothing to change.",
 		Example: "grp-cgh-member-changed"},
+	{ID: ShareHeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
+		Summary: "ShareGroupHeartbeat with an empty MemberId",
+		Detail: "A ShareGroupHeartbeat (a KIP-932 share consumer) carries an empty MemberId. " +
+			"The share consumer makes its member ID, a UUID, before its first heartbeat and keeps it for its lifetime; every version requires it.",
+		Why: "The coordinator rejects the heartbeat with INVALID_REQUEST: the share consumer never joins its share group and fetches nothing from it.",
+		Fix: "Client: make a member ID (a random UUID) when the share consumer is created and send it from the first ShareGroupHeartbeat on. " +
+			"Broker: nothing to change.",
+		Example: "grp-share-empty-member"},
+	{ID: StreamsHeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
+		Summary: "StreamsGroupHeartbeat with an empty MemberId",
+		Detail: "A StreamsGroupHeartbeat (the KIP-1071 streams rebalance protocol) carries an empty MemberId. " +
+			"The streams client makes its member ID, a UUID, before its first heartbeat and keeps it for the life of the process; every version requires it.",
+		Why: "The coordinator rejects the heartbeat with INVALID_REQUEST: the streams application's instance gets no tasks and processes nothing.",
+		Fix: "Client: make a member ID (a random UUID) when the streams client starts and send it from the first StreamsGroupHeartbeat on; " +
+			"a static member keeps its group instance ID as well. Broker: nothing to change.",
+		Example: "grp-streams-empty-member"},
+}
+
+// emptyMemberRule is the rule an empty member ID breaks in a heartbeat of
+// this API and version: the member makes its own ID in ConsumerGroupHeartbeat
+// v1+ (KIP-1082), and in every version of the share and streams heartbeats
+// (kafka-clients 4.4.0's schemas); "" where the coordinator assigns it.
+func emptyMemberRule(key, version int16) string {
+	switch {
+	case key == decode.KeyConsumerGroupHeartbeat && version >= 1:
+		return HeartbeatMemberIDEmpty
+	case key == decode.KeyShareGroupHeartbeat:
+		return ShareHeartbeatMemberIDEmpty
+	case key == decode.KeyStreamsGroupHeartbeat:
+		return StreamsHeartbeatMemberIDEmpty
+	}
+	return ""
 }
 
 // groupChecker applies the group membership rules. Across connections it
@@ -135,13 +169,13 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 		for _, k := range gc.keys(c, x, kept(m.Body.GroupID)) {
 			g.required.delete(k)
 		}
-	case decode.KeyConsumerGroupHeartbeat:
+	case decode.KeyConsumerGroupHeartbeat, decode.KeyShareGroupHeartbeat, decode.KeyStreamsGroupHeartbeat:
 		var out []cand
 		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
-		if h.APIVersion >= 1 && member == "" {
+		if rule := emptyMemberRule(h.APIKey, h.APIVersion); rule != "" && member == "" {
 			// Apache's coordinator rejects it (INVALID_REQUEST) whether or
 			// not the broker knows KIP-1313.
-			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
+			out = append(out, cand{rule: rule, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
 				rejectedAnyway: true})
 		}
 		last, _ := gc.members.get(group)

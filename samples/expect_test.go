@@ -84,6 +84,10 @@ func answerOf(body Body) (top int16, hasTop bool, nested []int16) {
 		return r.ErrorCode, true, nil
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		return r.ErrorCode, true, nil
+	case *kmsg.ShareGroupHeartbeatResponse:
+		return r.ErrorCode, true, nil
+	case *kmsg.StreamsGroupHeartbeatResponse:
+		return r.ErrorCode, true, nil
 	case *kmsg.GetTelemetrySubscriptionsResponse:
 		return r.ErrorCode, true, nil
 	case *kmsg.PushTelemetryResponse:
@@ -430,14 +434,19 @@ func checkVerdicts(t *testing.T, b *Built, idx map[*Request]int) {
 // rejectedAnyway reports whether Apache Kafka rejects a request with
 // INVALID_REQUEST for a reason of its body, whether or not it knows
 // KIP-1313: a PushTelemetry v0 whose ClientInstanceId is ZERO or ONE
-// (ClientMetricsManager), a ConsumerGroupHeartbeat v1+ with an empty
-// MemberId (the group coordinator's request checks).
+// (ClientMetricsManager), a ConsumerGroupHeartbeat v1+, a
+// ShareGroupHeartbeat or a StreamsGroupHeartbeat with an empty MemberId
+// (the group coordinator's request checks).
 func rejectedAnyway(body Body) bool {
 	switch r := body.(type) {
 	case *kmsg.PushTelemetryRequest:
 		return r.Version == 0 && (r.ClientInstanceID == ZERO || r.ClientInstanceID == ONE)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		return r.Version >= 1 && r.MemberID == ""
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return r.MemberID == ""
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return r.MemberID == ""
 	}
 	return false
 }
