@@ -82,7 +82,7 @@ type Answer struct {
 // Known reports whether any code of the response was read.
 func (a Answer) Known() bool { return a.HasErrorCode || len(a.Nested) > 0 }
 
-// Codes returns the code that speaks for the response (RULES.md §5): its
+// Codes returns the code that speaks for the response (docs/design/rules.md §5): its
 // top-level ErrorCode where the version has one, else the distinct codes
 // of its items.
 func (a Answer) Codes() []int16 {

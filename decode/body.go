@@ -15,10 +15,13 @@ const (
 	keyProduce                   int16 = 0
 	keyMetadata                  int16 = 3
 	KeyJoinGroup                 int16 = 11
+	KeyLeaveGroup                int16 = 13
 	KeySaslHandshake             int16 = 17
 	KeyApiVersions               int16 = 18
 	KeySaslAuthenticate          int16 = 36
 	KeyConsumerGroupHeartbeat    int16 = 68
+	KeyShareGroupHeartbeat       int16 = 76
+	KeyStreamsGroupHeartbeat     int16 = 88
 	KeyGetTelemetrySubscriptions int16 = 71
 	KeyPushTelemetry             int16 = 72
 )
@@ -45,7 +48,9 @@ type Body struct {
 	Terminating     bool
 	CompressionType int8
 	MetricsLength   int
-	// JoinGroup and ConsumerGroupHeartbeat.
+	// JoinGroup, the group heartbeats (ConsumerGroupHeartbeat; the
+	// requests of ShareGroupHeartbeat and StreamsGroupHeartbeat) and
+	// (GroupID only) LeaveGroup requests.
 	GroupID         string
 	MemberID        string
 	GroupInstanceID *string
@@ -65,7 +70,8 @@ type VersionRange struct {
 }
 
 // wantsBody reports whether the decoder buffers and decodes the whole frame
-// of this API: the keys above, nothing else (record bytes are skipped).
+// of this API, request and response: the keys above, nothing else (record
+// bytes are skipped).
 func wantsBody(key int16) bool {
 	switch key {
 	case KeyJoinGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
@@ -73,6 +79,18 @@ func wantsBody(key int16) bool {
 		return true
 	}
 	return false
+}
+
+// wantsRequestBody reports whether the decoder decodes the request body of
+// this API: those of wantsBody, and requests whose answers the rules read
+// no more of than any answer's error codes (LeaveGroup, the share and
+// streams group heartbeats).
+func wantsRequestBody(key int16) bool {
+	switch key {
+	case KeyLeaveGroup, KeyShareGroupHeartbeat, KeyStreamsGroupHeartbeat:
+		return true
+	}
+	return wantsBody(key)
 }
 
 // decodeRequestBody decodes the body of a request the rules read.
@@ -116,6 +134,28 @@ func decodeRequestBody(key, version int16, b []byte) (Body, error) {
 		}
 		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
 		body.MemberEpoch = r.MemberEpoch
+	case KeyShareGroupHeartbeat:
+		var r kmsg.ShareGroupHeartbeatRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.MemberEpoch = r.GroupID, r.MemberID, r.MemberEpoch
+	case KeyStreamsGroupHeartbeat:
+		var r kmsg.StreamsGroupHeartbeatRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID, body.MemberID, body.GroupInstanceID = r.Group, r.MemberID, r.InstanceID
+		body.MemberEpoch = r.MemberEpoch
+	case KeyLeaveGroup:
+		var r kmsg.LeaveGroupRequest
+		r.SetVersion(version)
+		if err := r.ReadFrom(b); err != nil {
+			return body, err
+		}
+		body.GroupID = r.Group
 	case KeySaslHandshake:
 		var r kmsg.SASLHandshakeRequest
 		r.SetVersion(version)

@@ -816,7 +816,7 @@ func (c *Conn) parseRequestHead(f *framer) bool {
 	f.msg = c.newMessage()
 	f.msg.Size, f.msg.Request, f.msg.NoResponse = int32(f.size), h, noResponse
 	f.headed = true
-	if wantsBody(h.APIKey) && h.Known {
+	if wantsRequestBody(h.APIKey) && h.Known {
 		switch {
 		case f.size > c.opt.MaxBodySize:
 			c.cnt.BodiesSkippedTooLarge++
@@ -949,7 +949,7 @@ func (c *Conn) completeRequest(f *framer, w kafka.FrameRef) {
 		}
 		c.clientID, c.knowsClientID = h.ClientID, true
 	}
-	if wantsBody(h.APIKey) && h.Known && m.BodyErr == nil && len(f.buf) == f.size {
+	if wantsRequestBody(h.APIKey) && h.Known && m.BodyErr == nil && len(f.buf) == f.size {
 		_, hn, _ := parseRequestHeader(f.buf, c.opt.Table)
 		body, err := safeDecode(func() (Body, error) { return decodeRequestBody(h.APIKey, h.APIVersion, f.buf[hn:]) })
 		if err != nil {

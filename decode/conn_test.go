@@ -614,3 +614,46 @@ func TestScratchMemoSameAsAlone(t *testing.T) {
 		t.Error("the Scratch kept no memo")
 	}
 }
+
+// TestConnGroupRequestBodies: the requests of LeaveGroup (its group) and
+// of the share and streams group heartbeats (group, member ID, epoch,
+// static instance ID) are decoded; their answers keep their error codes.
+func TestConnGroupRequestBodies(t *testing.T) {
+	w := &wire{}
+	inst := "static-1"
+	w.request(13, 4, 1, "kgo", nil, &kmsg.LeaveGroupRequest{Group: "classic", Members: []kmsg.LeaveGroupRequestMember{{MemberID: "m-1"}}})
+	w.response(13, 4, 1, &kmsg.LeaveGroupResponse{Members: []kmsg.LeaveGroupResponseMember{{MemberID: "m-1"}}})
+	w.request(76, 1, 2, "kgo", nil, &kmsg.ShareGroupHeartbeatRequest{GroupID: "share", MemberID: "", MemberEpoch: 0, SubscribedTopicNames: []string{"t"}})
+	w.response(76, 1, 2, &kmsg.ShareGroupHeartbeatResponse{ErrorCode: 42})
+	w.request(88, 1, 3, "kgo", nil, &kmsg.StreamsGroupHeartbeatRequest{Group: "streams", MemberID: "s-1", MemberEpoch: -2, InstanceID: &inst})
+	w.response(88, 1, 3, &kmsg.StreamsGroupHeartbeatResponse{ErrorCode: 0})
+	c := NewConn(Options{})
+	got := map[int16][2]Event{}
+	for _, e := range messages(feed(c, w, [2][]int{})) {
+		pair := got[e.Msg.Request.APIKey]
+		pair[e.Side] = e
+		got[e.Msg.Request.APIKey] = pair
+	}
+	req := func(key int16) Body {
+		e := got[key][kafka.ToBroker]
+		if !e.Msg.HasBody || e.Msg.BodyErr != nil {
+			t.Errorf("key %d: no body (%v)", key, e.Msg.BodyErr)
+		}
+		return e.Msg.Body
+	}
+	if b := req(13); b.GroupID != "classic" {
+		t.Errorf("LeaveGroup body %+v", b)
+	}
+	if b := req(76); b.GroupID != "share" || b.MemberID != "" || b.MemberEpoch != 0 {
+		t.Errorf("ShareGroupHeartbeat body %+v", b)
+	}
+	if b := req(88); b.GroupID != "streams" || b.MemberID != "s-1" || b.MemberEpoch != -2 || b.GroupInstanceID == nil || *b.GroupInstanceID != inst {
+		t.Errorf("StreamsGroupHeartbeat body %+v", b)
+	}
+	if r := got[76][kafka.ToClient].Msg; !r.HasErrorCode || r.ErrorCode != 42 {
+		t.Errorf("ShareGroupHeartbeat answer: code %d (%v)", r.ErrorCode, r.HasErrorCode)
+	}
+	if n := c.Outcome().Counters; n.Requests != 3 || n.Responses != 3 || n.Malformed != 0 {
+		t.Errorf("counters %+v", n)
+	}
+}

@@ -3,7 +3,8 @@
 // request headers v0–v3 with their tagged fields (the KIP-1313 client
 // instance ID is tag 0), response headers matched to their requests by
 // correlation ID, the API table, the bodies of the few APIs the rules read
-// (ApiVersions, JoinGroup, ConsumerGroupHeartbeat,
+// (ApiVersions, JoinGroup, ConsumerGroupHeartbeat, the requests of LeaveGroup
+// and the share and streams group heartbeats,
 // GetTelemetrySubscriptions, PushTelemetry, SaslHandshake), and the error
 // codes of every response (answers.go).
 //

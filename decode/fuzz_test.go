@@ -138,8 +138,8 @@ func FuzzBodies(f *testing.F) {
 	f.Add(int16(72), int16(0), client[40:])
 	f.Add(int16(72), int16(1), []byte{0, 0, 0, 1, 1, 0, 3, 1, 2, 0})
 	f.Fuzz(func(t *testing.T, key, version int16, b []byte) {
-		for _, k := range []int16{KeyJoinGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
-			KeyGetTelemetrySubscriptions, KeyPushTelemetry, key} {
+		for _, k := range []int16{KeyJoinGroup, KeyLeaveGroup, KeySaslHandshake, KeyApiVersions, KeyConsumerGroupHeartbeat,
+			KeyShareGroupHeartbeat, KeyStreamsGroupHeartbeat, KeyGetTelemetrySubscriptions, KeyPushTelemetry, key} {
 			_, _ = safeDecode(func() (Body, error) { return decodeRequestBody(k, version%16, b) })
 			_, _ = safeDecode(func() (Body, error) {
 				body, _, _, err := decodeResponseBody(k, version%16, b)

@@ -5,7 +5,7 @@
 // producer that never blocks the capture (publish.go), and the Merger,
 // which puts every agent's records in time order and replays their
 // observations into one rules engine, so that the rules across
-// connections (RULES.md §4 across connections, §6 member IDs, §7 the
+// connections (docs/design/rules.md §4 across connections, §6 member IDs, §7 the
 // instance inventory) see the whole fleet.
 //
 // What is published is what those rules read (rules.Observation: header

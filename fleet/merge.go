@@ -54,7 +54,7 @@ type Merger struct {
 	agents      map[string]*agent
 	order       []string // agents in the order first seen
 	// replayed are the requests the engine replayed, whose ranked findings
-	// (RULES.md §1) it decides: an agent's ranked finding on one of them
+	// (docs/design/rules.md §1) it decides: an agent's ranked finding on one of them
 	// is not taken.
 	replayed generations[frameKey]
 	emitted  generations[findingKey]

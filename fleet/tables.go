@@ -20,7 +20,7 @@ import (
 //
 // A broker's verdict depends only on what one connection shows: the rules
 // whose findings judge a broker's answer (rules.Rule.Verdict) look at one
-// connection, and no rule across connections outranks them (RULES.md §1;
+// connection, and no rule across connections outranks them (docs/design/rules.md §1;
 // TestVerdictRulesOutrankRulesAcrossConnections), so that the answers an
 // agent judged are those one engine over every agent's traffic judges.
 

@@ -13,7 +13,7 @@ import (
 // finding cannot be outranked by one of a rule across connections (which
 // an agent may not make, or make wrongly, seeing one host): every rule
 // with Verdict looks at one connection and comes before every ranked rule
-// across connections in RULES.md §1.
+// across connections in docs/design/rules.md §1.
 func TestVerdictRulesOutrankRulesAcrossConnections(t *testing.T) {
 	lastVerdict, firstCross := 0, 0
 	var verdicts, cross int

@@ -27,7 +27,15 @@ import (
 type tracer struct{ lines []string }
 
 func (t *tracer) Event(c *Conn, e *decode.Event) {
-	t.lines = append(t.lines, fmt.Sprintf("event conn %d %s>%s mid=%v first=%v gaps=%d: %+v", c.ID, c.Client, c.Broker, c.MidStream, c.First, c.Gaps, *e))
+	// A static member's group instance ID is a pointer: write what it
+	// points at, not where.
+	ev := *e
+	inst := "<nil>"
+	if p := ev.Msg.Body.GroupInstanceID; p != nil {
+		inst = *p
+	}
+	ev.Msg.Body.GroupInstanceID = nil
+	t.lines = append(t.lines, fmt.Sprintf("event conn %d %s>%s mid=%v first=%v gaps=%d: %+v instance %q", c.ID, c.Client, c.Broker, c.MidStream, c.First, c.Gaps, ev, inst))
 }
 
 func (t *tracer) Open(c *Conn) {

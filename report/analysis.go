@@ -64,7 +64,7 @@ func ValidAnalyzeFileFormat(format string) bool {
 
 // WriteAnalysis renders the analysis in one format.
 //
-// table and markdown are for people: sections in CLI.md's order, repeats of
+// table and markdown are for people: sections in docs/design/cli.md's order, repeats of
 // one rule on one connection grouped into one row, info findings only with
 // Verbose. json, ndjson and csv are for programs: every finding is listed,
 // nothing is shortened, and the field names are the stable schema of

@@ -225,7 +225,7 @@ func severityLine(c severityCounts) line {
 	}
 }
 
-// buildDoc lays out the analysis in CLI.md's order: summary, findings,
+// buildDoc lays out the analysis in docs/design/cli.md's order: summary, findings,
 // connections, instances, brokers, the old/new matrix.
 func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 	var doc []block

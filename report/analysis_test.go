@@ -119,7 +119,7 @@ func lookup(v any, path string) (any, bool) {
 	return v, true
 }
 
-// cliJSONNames are the names CLI.md's Output section says the JSON
+// cliJSONNames are the names docs/design/cli.md's Output section says the JSON
 // document holds; none may be renamed.
 var cliJSONNames = []string{
 	"schema_version",
@@ -159,7 +159,7 @@ func TestAnalysisJSONNames(t *testing.T) {
 		}
 	}
 
-	// Values: null where CLI.md says so, each finding listed, IPv6 in brackets.
+	// Values: null where docs/design/cli.md says so, each finding listed, IPv6 in brackets.
 	a := incidentAnalysis()
 	var doc struct {
 		Summary struct {
@@ -284,7 +284,7 @@ func stripANSI(s string) string {
 
 func TestAnalysisTableContent(t *testing.T) {
 	out := string(render(t, incidentAnalysis(), AnalysisOptions{Format: "table"}))
-	// CLI.md's order of sections.
+	// docs/design/cli.md's order of sections.
 	last := -1
 	for _, h := range []string{"SUMMARY", "FINDINGS", "CONNECTIONS (6)", "CLIENT INSTANCES (2)", "BROKERS (4)", "OLD/NEW CLIENT × OLD/NEW BROKER"} {
 		i := strings.Index(out, "\n"+h)

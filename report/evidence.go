@@ -85,5 +85,8 @@ func findingMessage(f *rules.Finding) string {
 	if len(f.Also) > 0 {
 		s += "; also: " + strings.Join(f.Also, ", ")
 	}
+	if f.Count > 1 {
+		s += fmt.Sprintf("; reported once for %d requests", f.Count)
+	}
 	return s
 }

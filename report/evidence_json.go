@@ -16,113 +16,208 @@ import (
 // codes. The words every format shows (valueText) are made from the same
 // object, so what people read and what programs read cannot drift.
 
-// Kinds of evidence values (JSON "kind").
-const (
-	kindID              = "id"                  // one ID (id), neither ZERO nor ONE
-	kindZero            = "zero"                // the ZERO ID (id is its text form)
-	kindOne             = "one"                 // the ONE ID (id is its text form)
-	kindNoID            = "no-id"               // no ID at all
-	kindNonReserved     = "non-reserved-id"     // any ID but ZERO and ONE
-	kindAnyID           = "any-id"              // some ID
-	kindNewID           = "new-id"              // a newly assigned ID
-	kindExchangedID     = "exchanged-id"        // an ID a GetTelemetrySubscriptions exchange produced
-	kindIDOrZero        = "id-or-zero"          // id echoed, or ZERO
-	kindPush            = "push"                // a PushTelemetry for id
-	kindNoPush          = "no-push"             // no PushTelemetry
-	kindClientID        = "client-id"           // a ClientId (client_id, null for a null one)
-	kindMemberID        = "member-id"           // a member ID (member_id, "" for an empty one)
-	kindGeneratedMember = "generated-member-id" // a member ID the client generated
-	kindAccepted        = "accepted"            // the request accepted
-	kindErrorCode       = "error-code"          // an error code (error_code, error_name)
-	kindAPIVersion      = "api-version"         // a request of one API version
-	kindMinAPIVersion   = "min-api-version"     // a request of this API version or later
-	kindAddress         = "address"             // a client IP address
-	kindNotKafka        = "not-kafka"           // what the bytes are instead of Kafka (what)
-)
-
-// Contexts of evidence values (JSON "context"): where the value is, or
-// why it is expected.
-const (
-	ctxFirstV3      = "first-header-v3-request"             // in the connection's first header-v3 request
-	ctxFirstNone    = "first-flexible-request-carried-none" // as the first flexible-header request carried none
-	ctxEstablished  = "already-established"                 // as the connection already established it
-	ctxHeader       = "header"                              // in the request header
-	ctxNowhere      = "header-or-connection"                // neither in the header nor established on the connection
-	ctxBodyAsHeader = "body-as-header"                      // in the v0 body, the header's ID
-	ctxBody         = "body"                                // in the v0 body
-	ctxAfterEnd     = "after-terminating-push"              // after the terminating push
-	ctxElsewhere    = "seen-on-another-connection"          // already seen on another connection
-	ctxAlsoFrom     = "also-from-address"                   // also used from address
-	ctxFirstUsed    = "where-first-used"                    // the address the ID was first used from
-	ctxOtherConn    = "other-open-connection"               // as the client's other open connection carries
-)
-
-// evidenceValue is an expected or seen value, typed. Which fields are
-// written depends on Kind (MarshalJSON).
+// evidenceValue is an expected or seen value, typed: its JSON kind, the
+// ID where it has one, the fields of its kind in order, and its context.
+// What it says in words is its form's (valueForms).
 type evidenceValue struct {
-	Kind      string
-	ID        string  // id kinds, push, id-or-zero: in the --uuid form
-	ClientID  *string // client-id: as sent (nil: null)
-	MemberID  string  // member-id: as sent
-	Code      int16   // error-code
-	APIKey    int16   // api-version, min-api-version
-	Version   int16   // api-version, min-api-version
-	Address   string  // address, and id kinds in context also-from-address
-	What      string  // not-kafka
-	Context   string  // "" is null
-	named     bool    // words: ZERO and ONE by name (not in JSON)
-	hasAddr   bool
+	Kind    string
+	ID      string // written when idWritten, in the --uuid form
+	Context string // "" is null
+	fields  []evidenceField
+	// named: words name ZERO and ONE (not in JSON).
+	named     bool
 	idWritten bool
+	words     func(*evidenceValue) string
 }
 
-// idValue is the value of an ID of kind id, zero or one.
-func idValue(u kafka.UUID, id func(kafka.UUID) string, named bool, ctx string) *evidenceValue {
-	kind := kindID
-	switch {
-	case u.IsZero():
-		kind = kindZero
-	case u.IsOne():
-		kind = kindOne
+// evidenceField is a field of a value's kind: its JSON name and value.
+type evidenceField struct {
+	name  string
+	value any
+}
+
+// field returns the value of a field of the kind.
+func (e *evidenceValue) field(name string) any {
+	for _, f := range e.fields {
+		if f.name == name {
+			return f.value
+		}
 	}
-	return &evidenceValue{Kind: kind, ID: id(u), named: named, Context: ctx, idWritten: true}
+	return nil
+}
+
+// valueForm is how the report shows one kind of the rules' values: in
+// JSON (kind, context, the fields of the kind) and in words, made from
+// the JSON value so that what people read and what programs read cannot
+// drift. A kind of rules.Value is one row of valueForms; a JSON kind or
+// context the schema does not list yet also goes into
+// docs/schema/analysis.schema.json (TestSchemaValueKinds says which).
+type valueForm struct {
+	// kind is the JSON kind; "" for one ID, whose kind is id, zero or one
+	// by its value.
+	kind string
+	ctx  string
+	// withID writes the value's ID (always, for kind "").
+	withID bool
+	// named: the words name ZERO and ONE (an ID of kind "").
+	named bool
+	// name, when set, is the kind's name on the wire (ValueKindNames),
+	// telling it apart from another kind that JSON writes alike but for
+	// the value (a null ClientId, an empty member ID) or only in words
+	// (ZERO and ONE named).
+	name string
+	// fields are the JSON fields of the kind, after kind and id.
+	fields func(v rules.Value) []evidenceField
+	words  func(e *evidenceValue) string
+}
+
+// valueForms are the forms of every kind of value the rules make.
+var valueForms = map[rules.ValueKind]valueForm{
+	rules.ValueID:          {words: idWords},
+	rules.ValueIDNamed:     {named: true, name: "named-id", words: idWords},
+	rules.ValueNoID:        {kind: "no-id", words: fixed("no ID")},
+	rules.ValueNonReserved: {kind: "non-reserved-id", words: fixed("a non-reserved ID")},
+	rules.ValueFirstV3ID: {kind: "non-reserved-id", ctx: "first-header-v3-request",
+		words: fixed("a non-reserved ID in the first header-v3 request")},
+	rules.ValueNoIDFirst: {kind: "no-id", ctx: "first-flexible-request-carried-none",
+		words: fixed("no ID (the first flexible-header request carried none)")},
+	rules.ValueNoIDRepeated:   {kind: "no-id", ctx: "already-established", words: fixed("no ID (already established)")},
+	rules.ValueHeaderID:       {kind: "any-id", ctx: "header", words: fixed("a header instance ID")},
+	rules.ValueNoIDAnywhere:   {kind: "no-id", ctx: "header-or-connection", words: fixed("no ID in the header or on the connection")},
+	rules.ValueNullClientID:   {kind: "client-id", name: "null-client-id", fields: clientIDField(false), words: clientIDWords},
+	rules.ValueClientID:       {kind: "client-id", fields: clientIDField(true), words: clientIDWords},
+	rules.ValueHeaderBodyID:   {ctx: "body-as-header", words: func(e *evidenceValue) string { return "body ID " + e.idText() + " (the header's)" }},
+	rules.ValueBodyID:         {ctx: "body", named: true, words: func(e *evidenceValue) string { return "body ID " + e.idText() }},
+	rules.ValueNoPushAfterEnd: {kind: "no-push", ctx: "after-terminating-push", words: fixed("no push after the terminating one")},
+	rules.ValuePushFor:        {kind: "push", withID: true, words: func(e *evidenceValue) string { return "push for " + e.idText() }},
+	rules.ValueExchangedID:    {kind: "exchanged-id", words: fixed("an ID a GetTelemetrySubscriptions exchange produced")},
+	rules.ValueNewID:          {kind: "new-id", words: fixed("a new client instance ID")},
+	rules.ValueEchoOrZero:     {kind: "id-or-zero", withID: true, words: func(e *evidenceValue) string { return e.idText() + " (echoed) or ZERO" }},
+	rules.ValueSeenElsewhereID: {ctx: "seen-on-another-connection",
+		words: func(e *evidenceValue) string { return e.idText() + " (already seen on another connection)" }},
+	rules.ValueAccepted: {kind: "accepted", words: fixed("the request accepted")},
+	rules.ValueErrorCode: {kind: "error-code",
+		fields: func(v rules.Value) []evidenceField {
+			return []evidenceField{{"error_code", v.Code}, {"error_name", decode.ErrorName(v.Code)}}
+		},
+		words: func(e *evidenceValue) string { return e.field("error_name").(string) }},
+	rules.ValueMemberID:          {kind: "member-id", fields: memberIDField(true), words: memberIDWords},
+	rules.ValueGeneratedMemberID: {kind: "generated-member-id", words: fixed("a client-generated member ID")},
+	rules.ValueEmptyMemberID:     {kind: "member-id", name: "empty-member-id", fields: memberIDField(false), words: memberIDWords},
+	rules.ValueJoinGroupV4: {kind: "min-api-version", fields: apiVersionField(decode.KeyJoinGroup, "min_api_version", 4),
+		words: func(e *evidenceValue) string {
+			return apiVersionWords(e, "min_api_version") + "+ for MEMBER_ID_REQUIRED"
+		}},
+	rules.ValueJoinGroupVersion: {kind: "api-version", fields: apiVersionField(decode.KeyJoinGroup, "api_version", 0),
+		words: func(e *evidenceValue) string { return apiVersionWords(e, "api_version") }},
+	rules.ValueOneAddress: {kind: "address", ctx: "where-first-used", fields: addressField,
+		words: func(e *evidenceValue) string { return "one client address (" + e.field("address").(string) + ")" }},
+	rules.ValueAlsoFrom: {ctx: "also-from-address", fields: addressField,
+		words: func(e *evidenceValue) string { return e.idText() + " also from " + e.field("address").(string) }},
+	rules.ValueOtherConnection: {ctx: "other-open-connection",
+		words: func(e *evidenceValue) string { return e.idText() + " (as its other open connection)" }},
+	rules.ValueNotKafka: {kind: "not-kafka",
+		fields: func(v rules.Value) []evidenceField { return []evidenceField{{"what", v.Text}} },
+		words:  func(e *evidenceValue) string { return e.field("what").(string) }},
+}
+
+func fixed(s string) func(*evidenceValue) string { return func(*evidenceValue) string { return s } }
+
+func idWords(e *evidenceValue) string { return e.idText() }
+
+// clientIDField is a ClientId as sent, or null.
+func clientIDField(set bool) func(rules.Value) []evidenceField {
+	return func(v rules.Value) []evidenceField {
+		if !set {
+			return []evidenceField{{"client_id", (*string)(nil)}}
+		}
+		s := v.Text
+		return []evidenceField{{"client_id", &s}}
+	}
+}
+
+func clientIDWords(e *evidenceValue) string {
+	if s := e.field("client_id").(*string); s != nil {
+		return "ClientId " + quote(*s)
+	}
+	return "a null ClientId"
+}
+
+// memberIDField is a member ID as sent ("" for an empty one).
+func memberIDField(set bool) func(rules.Value) []evidenceField {
+	return func(v rules.Value) []evidenceField {
+		if !set {
+			return []evidenceField{{"member_id", ""}}
+		}
+		return []evidenceField{{"member_id", v.Text}}
+	}
+}
+
+func memberIDWords(e *evidenceValue) string {
+	if m := e.field("member_id").(string); m != "" {
+		return "member ID " + quote(m)
+	}
+	return "an empty member ID"
+}
+
+// apiVersionField is a version of one API: v's (version "api_version"),
+// or a fixed least one (version "min_api_version").
+func apiVersionField(key int16, version string, least int16) func(rules.Value) []evidenceField {
+	return func(v rules.Value) []evidenceField {
+		ver := v.Version
+		if version == "min_api_version" {
+			ver = least
+		}
+		return []evidenceField{{"api_key", key}, {"api_name", decode.APIName(key)}, {version, ver}}
+	}
+}
+
+func apiVersionWords(e *evidenceValue, version string) string {
+	return e.field("api_name").(string) + " v" + strconv.Itoa(int(e.field(version).(int16)))
+}
+
+func addressField(v rules.Value) []evidenceField {
+	return []evidenceField{{"address", v.Addr.String()}}
 }
 
 // newEvidenceValue types the rules' value v, its IDs written by id; nil
-// for none. Its kind and context are valueKinds'.
+// for none.
 func newEvidenceValue(v rules.Value, id func(kafka.UUID) string) *evidenceValue {
-	vk, ok := valueKinds[v.Kind]
+	f, ok := valueForms[v.Kind]
 	if !ok {
 		return nil
 	}
-	switch vk.kind {
-	case kindID:
-		e := idValue(v.ID, id, vk.named, vk.ctx)
-		if v.Kind == rules.ValueAlsoFrom {
-			e.Address, e.hasAddr = v.Addr.String(), true
+	e := &evidenceValue{Kind: f.kind, Context: f.ctx, named: f.named, words: f.words}
+	if f.kind == "" {
+		e.Kind = "id"
+		switch {
+		case v.ID.IsZero():
+			e.Kind = "zero"
+		case v.ID.IsOne():
+			e.Kind = "one"
 		}
-		return e
-	case kindPush, kindIDOrZero:
-		return &evidenceValue{Kind: vk.kind, ID: id(v.ID), Context: vk.ctx, idWritten: true}
 	}
-	e := &evidenceValue{Kind: vk.kind, Context: vk.ctx}
-	switch v.Kind {
-	case rules.ValueClientID:
-		s := v.Text
-		e.ClientID = &s
-	case rules.ValueErrorCode:
-		e.Code = v.Code
-	case rules.ValueMemberID:
-		e.MemberID = v.Text
-	case rules.ValueJoinGroupV4:
-		e.APIKey, e.Version = decode.KeyJoinGroup, 4
-	case rules.ValueJoinGroupVersion:
-		e.APIKey, e.Version = decode.KeyJoinGroup, v.Version
-	case rules.ValueOneAddress:
-		e.Address, e.hasAddr = v.Addr.String(), true
-	case rules.ValueNotKafka:
-		e.What = v.Text
+	if f.kind == "" || f.withID {
+		e.ID, e.idWritten = id(v.ID), true
+	}
+	if f.fields != nil {
+		e.fields = f.fields(v)
 	}
 	return e
+}
+
+// idText is the value's ID in words: ZERO and ONE by name where the form
+// names them.
+func (e *evidenceValue) idText() string {
+	if e.named {
+		switch e.Kind {
+		case "zero":
+			return "ZERO"
+		case "one":
+			return "ONE"
+		}
+	}
+	return e.ID
 }
 
 // text is the value in words, as the table, markdown, CSV and the live
@@ -132,86 +227,10 @@ func (e *evidenceValue) text() string {
 	if e == nil {
 		return ""
 	}
-	idText := e.ID
-	if e.named {
-		switch e.Kind {
-		case kindZero:
-			idText = "ZERO"
-		case kindOne:
-			idText = "ONE"
-		}
-	}
-	switch e.Kind {
-	case kindID, kindZero, kindOne:
-		switch e.Context {
-		case ctxBodyAsHeader:
-			return "body ID " + idText + " (the header's)"
-		case ctxBody:
-			return "body ID " + idText
-		case ctxElsewhere:
-			return idText + " (already seen on another connection)"
-		case ctxAlsoFrom:
-			return idText + " also from " + e.Address
-		case ctxOtherConn:
-			return idText + " (as its other open connection)"
-		}
-		return idText
-	case kindNoID:
-		switch e.Context {
-		case ctxFirstNone:
-			return "no ID (the first flexible-header request carried none)"
-		case ctxEstablished:
-			return "no ID (already established)"
-		case ctxNowhere:
-			return "no ID in the header or on the connection"
-		}
-		return "no ID"
-	case kindNonReserved:
-		if e.Context == ctxFirstV3 {
-			return "a non-reserved ID in the first header-v3 request"
-		}
-		return "a non-reserved ID"
-	case kindAnyID:
-		return "a header instance ID"
-	case kindClientID:
-		if e.ClientID == nil {
-			return "a null ClientId"
-		}
-		return "ClientId " + quote(*e.ClientID)
-	case kindNoPush:
-		return "no push after the terminating one"
-	case kindPush:
-		return "push for " + idText
-	case kindExchangedID:
-		return "an ID a GetTelemetrySubscriptions exchange produced"
-	case kindNewID:
-		return "a new client instance ID"
-	case kindIDOrZero:
-		return idText + " (echoed) or ZERO"
-	case kindAccepted:
-		return "the request accepted"
-	case kindErrorCode:
-		return decode.ErrorName(e.Code)
-	case kindMemberID:
-		if e.MemberID == "" {
-			return "an empty member ID"
-		}
-		return "member ID " + quote(e.MemberID)
-	case kindGeneratedMember:
-		return "a client-generated member ID"
-	case kindMinAPIVersion:
-		return decode.APIName(e.APIKey) + " v" + strconv.Itoa(int(e.Version)) + "+ for MEMBER_ID_REQUIRED"
-	case kindAPIVersion:
-		return decode.APIName(e.APIKey) + " v" + strconv.Itoa(int(e.Version))
-	case kindAddress:
-		return "one client address (" + e.Address + ")"
-	case kindNotKafka:
-		return e.What
-	}
-	return ""
+	return e.words(e)
 }
 
-// MarshalJSON writes kind first, then the fields of the kind, then
+// MarshalJSON writes kind first, then the ID, the fields of the kind, and
 // context.
 func (e *evidenceValue) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
@@ -237,27 +256,8 @@ func (e *evidenceValue) MarshalJSON() ([]byte, error) {
 	if e.idWritten {
 		add("id", e.ID)
 	}
-	switch e.Kind {
-	case kindClientID:
-		add("client_id", e.ClientID)
-	case kindMemberID:
-		add("member_id", e.MemberID)
-	case kindErrorCode:
-		add("error_code", e.Code)
-		add("error_name", decode.ErrorName(e.Code))
-	case kindAPIVersion, kindMinAPIVersion:
-		add("api_key", e.APIKey)
-		add("api_name", decode.APIName(e.APIKey))
-		if e.Kind == kindAPIVersion {
-			add("api_version", e.Version)
-		} else {
-			add("min_api_version", e.Version)
-		}
-	case kindNotKafka:
-		add("what", e.What)
-	}
-	if e.hasAddr {
-		add("address", e.Address)
+	for _, f := range e.fields {
+		add(f.name, f.value)
 	}
 	add("context", optText(e.Context))
 	if err != nil {
@@ -267,8 +267,20 @@ func (e *evidenceValue) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// relatedRoles name the roles of related frames (JSON "role").
+var relatedRoles = map[rules.Role]string{
+	rules.RoleEstablished:     "established",
+	rules.RoleAnswer:          "answer",
+	rules.RoleRequest:         "request",
+	rules.RoleAssigned:        "assigned",
+	rules.RoleTerminated:      "terminated",
+	rules.RoleFirstSeen:       "first-seen",
+	rules.RoleOtherConnection: "other-connection",
+	rules.RolePrevious:        "previous",
+}
+
 func roleName(r rules.Role) string {
-	if s, ok := RoleNames.Name(r); ok {
+	if s, ok := relatedRoles[r]; ok {
 		return s
 	}
 	return "related"
@@ -289,15 +301,21 @@ type errorCodeJSON struct {
 
 // newAnswerJSON is nil when the finding concerns no request.
 func newAnswerJSON(a rules.Answer) *answerJSON {
-	state, ok := AnswerStateNames.Name(a.State)
-	if !ok {
-		return nil
-	}
-	j := &answerJSON{State: state, ErrorCodes: []errorCodeJSON{}}
-	if a.State == rules.Answered {
+	j := &answerJSON{ErrorCodes: []errorCodeJSON{}}
+	switch a.State {
+	case rules.Answered:
+		j.State = "answered"
 		for _, c := range a.Codes {
 			j.ErrorCodes = append(j.ErrorCodes, errorCodeJSON{Code: c, Name: decode.ErrorName(c)})
 		}
+	case rules.NoResponse:
+		j.State = "no-response"
+	case rules.NoResponseByDesign:
+		j.State = "none-expected"
+	case rules.ClosedByBroker:
+		j.State = "closed-by-broker"
+	default:
+		return nil
 	}
 	return j
 }

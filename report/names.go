@@ -47,66 +47,23 @@ func (n Names[T]) Value(name string) (v T, ok bool) {
 // Len is how many values have names.
 func (n Names[T]) Len() int { return len(n.name) }
 
-// valueKind is how the JSON report writes a value of one kind: its JSON
-// kind (an ID's is id, zero or one by the ID), its context, and whether
-// the words name ZERO and ONE.
-type valueKind struct {
-	kind, ctx string
-	named     bool
-	// name, when set, tells the kind apart from another that JSON writes
-	// alike but for the value (a null ClientId, an empty member ID) or
-	// only in words (ZERO and ONE named).
-	name string
-}
-
-// valueKinds is every value kind of the rules (ValueNone has none: the
-// finding has no such value).
-var valueKinds = map[rules.ValueKind]valueKind{
-	rules.ValueID:                {kind: kindID},
-	rules.ValueIDNamed:           {kind: kindID, named: true, name: "named-id"},
-	rules.ValueNoID:              {kind: kindNoID},
-	rules.ValueNonReserved:       {kind: kindNonReserved},
-	rules.ValueFirstV3ID:         {kind: kindNonReserved, ctx: ctxFirstV3},
-	rules.ValueNoIDFirst:         {kind: kindNoID, ctx: ctxFirstNone},
-	rules.ValueNoIDRepeated:      {kind: kindNoID, ctx: ctxEstablished},
-	rules.ValueHeaderID:          {kind: kindAnyID, ctx: ctxHeader},
-	rules.ValueNoIDAnywhere:      {kind: kindNoID, ctx: ctxNowhere},
-	rules.ValueNullClientID:      {kind: kindClientID, name: "null-client-id"},
-	rules.ValueClientID:          {kind: kindClientID},
-	rules.ValueHeaderBodyID:      {kind: kindID, ctx: ctxBodyAsHeader},
-	rules.ValueBodyID:            {kind: kindID, ctx: ctxBody, named: true},
-	rules.ValueNoPushAfterEnd:    {kind: kindNoPush, ctx: ctxAfterEnd},
-	rules.ValuePushFor:           {kind: kindPush},
-	rules.ValueExchangedID:       {kind: kindExchangedID},
-	rules.ValueNewID:             {kind: kindNewID},
-	rules.ValueEchoOrZero:        {kind: kindIDOrZero},
-	rules.ValueSeenElsewhereID:   {kind: kindID, ctx: ctxElsewhere},
-	rules.ValueAccepted:          {kind: kindAccepted},
-	rules.ValueErrorCode:         {kind: kindErrorCode},
-	rules.ValueMemberID:          {kind: kindMemberID},
-	rules.ValueGeneratedMemberID: {kind: kindGeneratedMember},
-	rules.ValueEmptyMemberID:     {kind: kindMemberID, name: "empty-member-id"},
-	rules.ValueJoinGroupV4:       {kind: kindMinAPIVersion},
-	rules.ValueJoinGroupVersion:  {kind: kindAPIVersion},
-	rules.ValueOneAddress:        {kind: kindAddress, ctx: ctxFirstUsed},
-	rules.ValueAlsoFrom:          {kind: kindID, ctx: ctxAlsoFrom},
-	rules.ValueOtherConnection:   {kind: kindID, ctx: ctxOtherConn},
-	rules.ValueNotKafka:          {kind: kindNotKafka},
-}
-
-// ValueKindNames name the value kinds: the JSON kind, and its context
-// after a slash when it has one ("no-id/already-established"), unless the
-// kind has a name of its own.
+// ValueKindNames name the value kinds (valueForms): the JSON kind, and its
+// context after a slash when it has one ("no-id/already-established"),
+// unless the form has a name of its own.
 var ValueKindNames = func() Names[rules.ValueKind] {
 	names := map[rules.ValueKind]string{}
-	for k, vk := range valueKinds {
+	for k, f := range valueForms {
+		kind := f.kind
+		if kind == "" {
+			kind = "id"
+		}
 		switch {
-		case vk.name != "":
-			names[k] = vk.name
-		case vk.ctx != "":
-			names[k] = vk.kind + "/" + vk.ctx
+		case f.name != "":
+			names[k] = f.name
+		case f.ctx != "":
+			names[k] = kind + "/" + f.ctx
 		default:
-			names[k] = vk.kind
+			names[k] = kind
 		}
 	}
 	return newNames(names)

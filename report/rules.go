@@ -10,27 +10,6 @@ import (
 	"github.com/kidscope/kidscope/rules"
 )
 
-// sectionTitles name the catalogue's groups of rules. Users see the title,
-// never the section number: they have kidscope, not the design documents
-// the numbers come from.
-var sectionTitles = map[string]string{
-	"3": "Header rules (KIP-1313)",
-	"4": "Telemetry rules (KIP-714) and the broker's telemetry answers",
-	"5": "Broker and client classification",
-	"6": "Group membership rules (KIP-394, KIP-848/KIP-1082)",
-	"7": "Across connections (client instance inventory)",
-	"8": "What the capture cannot show",
-}
-
-// groupTitle is the title of a rule's group; a section without one is
-// left unnamed rather than shown as a number.
-func groupTitle(s string) string {
-	if t, ok := sectionTitles[s]; ok {
-		return t
-	}
-	return "Other rules"
-}
-
 func profileText(p string) string {
 	switch p {
 	case "both":
@@ -71,7 +50,7 @@ func WriteCatalog(w io.Writer, rs []rules.Rule) error {
 		if i > 0 {
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintln(bw, shown(groupTitle(g[0].Section)))
+		fmt.Fprintln(bw, shown(g[0].Group.Title()))
 		t := &grid{header: []string{padRight("RULE", idW) + "\nSEVERITY · PROFILE", padRight("SUMMARY", sumW)}}
 		for _, r := range g {
 			t.rows = append(t.rows, [][]string{{r.ID, ruleKind(r)}, wrap(r.Summary, sumW)})
@@ -118,12 +97,12 @@ func termsUsedBy(rs []rules.Rule) []rules.Term {
 	return out
 }
 
-// groupRules cuts the catalogue, which is in section order, into runs of
-// one section each.
+// groupRules cuts the catalogue, which is in group order, into runs of
+// one group each.
 func groupRules(rs []rules.Rule) [][]rules.Rule {
 	var out [][]rules.Rule
 	for i, r := range rs {
-		if i == 0 || r.Section != rs[i-1].Section {
+		if i == 0 || r.Group != rs[i-1].Group {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], r)
@@ -183,7 +162,7 @@ type rulePart struct {
 func newRuleDoc(r rules.Rule, ex *RuleExample) ruleDoc {
 	d := ruleDoc{id: r.ID, facts: [][2]string{
 		{"severity", r.Severity.String()},
-		{"group", groupTitle(r.Section)},
+		{"group", r.Group.Title()},
 		{"profile", profileText(r.Profile)},
 	}}
 	fires := []string{sentence(r.Summary)}
@@ -341,7 +320,7 @@ func WriteRulesMarkdown(w io.Writer, rs []rules.Rule, exs map[string]RuleExample
 		"**info**, a classification or a limit of what the capture can show.")
 	for _, g := range groupRules(rs) {
 		fmt.Fprintln(bw)
-		fmt.Fprintln(bw, "## "+md(groupTitle(g[0].Section)))
+		fmt.Fprintln(bw, "## "+md(g[0].Group.Title()))
 		fmt.Fprintln(bw)
 		fmt.Fprintln(bw, "| Rule | Severity | Profile | Fires when |")
 		fmt.Fprintln(bw, "|---|---|---|---|")
@@ -363,7 +342,7 @@ func WriteRulesMarkdown(w io.Writer, rs []rules.Rule, exs map[string]RuleExample
 	}
 	for _, g := range groupRules(rs) {
 		fmt.Fprintln(bw)
-		fmt.Fprintln(bw, "## "+md(groupTitle(g[0].Section))+": each rule")
+		fmt.Fprintln(bw, "## "+md(g[0].Group.Title())+": each rule")
 		for _, r := range g {
 			var ex *RuleExample
 			if e, ok := exs[r.ID]; ok {

@@ -14,16 +14,16 @@ import (
 // real catalogue's wording. The last one's texts hold every character
 // Markdown could read as markup.
 var sampleRules = []rules.Rule{
-	{ID: "header-id-changed", Severity: rules.Error, Section: "3", Profile: "both",
+	{ID: "header-id-changed", Severity: rules.Error, Group: rules.GroupHeader, Profile: "both",
 		Summary: "a later request carries a non-zero instance ID different from the connection's established one",
 		Detail:  "Every request of a connection that carries a header client instance ID (tag 0) must carry the ID the connection established with its first ID-relevant request.",
 		Why:     "A broker that enforces KIP-1313 rejects the request with INVALID_REQUEST.",
 		Fix:     "Client: send one ID on every request of the connection. Broker: nothing to change.",
 		Example: "seed-changed"},
-	{ID: "join-member-id-required-old-version", Severity: rules.Warning, Section: "6",
+	{ID: "join-member-id-required-old-version", Severity: rules.Warning, Group: rules.GroupMembership,
 		Summary: "MEMBER_ID_REQUIRED sent in answer to JoinGroup v0–v3", Example: "join-old-version",
 		Why: "Old clients do not know the code.", Fix: "Broker: send it to v4+ only.", Caveat: "the capture may have started after it"},
-	{ID: "stream-gap", Severity: rules.Info, Section: "8", Summary: "bytes are *missing* | <b>resynced</b> `x` [l](u) _y_ #z &amp;",
+	{ID: "stream-gap", Severity: rules.Info, Group: rules.GroupCapture, Summary: "bytes are *missing* | <b>resynced</b> `x` [l](u) _y_ #z &amp;",
 		Detail: "A ONE in NONE: *not* emphasis\\ | pipe", Fix: "Capture with -s 0."},
 }
 
@@ -74,8 +74,8 @@ func TestWriteCatalog(t *testing.T) {
 		if !strings.Contains(out, ruleKind(r)) {
 			t.Errorf("catalogue has no %q", ruleKind(r))
 		}
-		if !strings.Contains("\n"+out, "\n"+groupTitle(r.Section)+"\n") {
-			t.Errorf("catalogue has no heading %q for %s", groupTitle(r.Section), r.ID)
+		if !strings.Contains("\n"+out, "\n"+r.Group.Title()+"\n") {
+			t.Errorf("catalogue has no heading %q for %s", r.Group.Title(), r.ID)
 		}
 	}
 	for _, p := range []string{"\n  seed  ", "\n  accepted  ", "\n  auto  "} {
@@ -99,7 +99,7 @@ func checkPlainText(t *testing.T, what, out string) {
 	if strings.ContainsRune(out, 0x1b) {
 		t.Errorf("%s: ANSI escape", what)
 	}
-	for _, bad := range []string{"RULES.md", "shared/", "§"} {
+	for _, bad := range []string{"docs/design/rules.md", "shared/", "§"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%s: %q points at a document users do not have", what, bad)
 		}
@@ -114,7 +114,7 @@ func TestWriteRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := buf.String()
-		for _, want := range []string{r.ID + "\n", "severity  " + r.Severity.String(), "group     " + groupTitle(r.Section),
+		for _, want := range []string{r.ID + "\n", "severity  " + r.Severity.String(), "group     " + r.Group.Title(),
 			"\nWhat fires\n", "\nWhy it matters\n", "\nHow to fix it\n",
 			"kidscope analyze DIR/" + r.Example + ".pcapng\n",
 			"\n    " + strings.Join(wrap(ex.Finding, termWidth-4), "\n    ") + "\n"} {
@@ -184,7 +184,7 @@ func TestRulesMarkdownEscaped(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out)
 		}
 	}
-	for _, bad := range []string{"RULES.md", "shared/", "§"} {
+	for _, bad := range []string{"docs/design/rules.md", "shared/", "§"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("%q points at a document users do not have", bad)
 		}
@@ -213,10 +213,10 @@ func TestCatalogDefinesItsWords(t *testing.T) {
 	out := buf.String()
 	groups := groupRules(rs)
 	for i, g := range groups {
-		start := strings.Index(out, groupTitle(g[0].Section))
+		start := strings.Index(out, g[0].Group.Title())
 		end := strings.Index(out, "\nProfiles:")
 		if i+1 < len(groups) {
-			end = strings.Index(out, groupTitle(groups[i+1][0].Section))
+			end = strings.Index(out, groups[i+1][0].Group.Title())
 		}
 		section := out[start:end]
 		for _, term := range rules.Glossary() {

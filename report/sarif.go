@@ -268,10 +268,7 @@ func newSARIFRule(r rules.Rule) sarifRule {
 	if r.Profile != "" {
 		tags = append(tags, "profile-"+r.Profile)
 	}
-	sec := ""
-	if r.Section != "" {
-		sec = groupTitle(r.Section)
-	}
+	sec := r.Group.Title()
 	return sarifRule{
 		ID: r.ID, Name: sarifRuleName(r.ID),
 		ShortDescription: sarifText{r.Summary}, FullDescription: sarifText{full}, Help: sarifText{help},

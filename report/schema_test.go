@@ -212,3 +212,61 @@ func TestEvidenceValues(t *testing.T) {
 		t.Errorf("ZERO body ID JSON %s", b)
 	}
 }
+
+// TestSchemaValueKinds: the JSON Schema's value kinds and their contexts
+// are exactly those valueForms makes: a new kind of value that brings a
+// JSON kind or context needs it in docs/schema/analysis.schema.json, and
+// one no rule makes any more goes from there.
+func TestSchemaValueKinds(t *testing.T) {
+	raw, err := os.ReadFile(schemaFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Defs struct {
+			Value struct {
+				OneOf []struct {
+					Properties struct {
+						Kind    struct{ Const string }
+						Context struct{ Enum []*string }
+					}
+				}
+			}
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	inSchema := map[string]bool{}
+	for _, o := range doc.Defs.Value.OneOf {
+		for _, c := range o.Properties.Context.Enum {
+			ctx := ""
+			if c != nil {
+				ctx = *c
+			}
+			inSchema[o.Properties.Kind.Const+" "+ctx] = true
+		}
+	}
+	made, madeKinds := map[string]bool{}, map[string]bool{}
+	for k, f := range valueForms {
+		kinds := []string{f.kind}
+		if f.kind == "" {
+			kinds = []string{"id", "zero", "one"}
+		}
+		for _, kind := range kinds {
+			made[kind+" "+f.ctx], madeKinds[kind] = true, true
+			if !inSchema[kind+" "+f.ctx] {
+				t.Errorf("value kind %d: kind %q with context %q is not in %s", k, kind, f.ctx, schemaFile)
+			}
+		}
+	}
+	for kc := range inSchema {
+		kind, ctx, _ := strings.Cut(kc, " ")
+		if ctx != "" && !made[kc] {
+			t.Errorf("%s: kind %q with context %q: no value makes it", schemaFile, kind, ctx)
+		}
+		if !madeKinds[kind] {
+			t.Errorf("%s: kind %q: no value makes it", schemaFile, kind)
+		}
+	}
+}

@@ -28,11 +28,11 @@ func TLSWithoutKey(reason string) bool {
 	return reason == TLSNoKey || reason == TLSKeyNotYetKnown || reason == TLSWrongKey
 }
 
-// BrokerRejectedValid is the broker verdict's rule (RULES.md §4).
+// BrokerRejectedValid is the broker verdict's rule (docs/design/rules.md §4).
 const BrokerRejectedValid = "broker-rejected-valid"
 
 var brokerRules = []Rule{
-	{ID: BrokerRejectedValid, Severity: Warning, Section: "4", Place: 9,
+	{ID: BrokerRejectedValid, Severity: Warning, Group: GroupTelemetry, AtAnswer: true, After: BrokerIDConflict,
 		Summary: "the broker answered INVALID_REQUEST to a request no rule finds wrong",
 		Detail: "The broker answered INVALID_REQUEST (42) to a request in which none of kidscope's rules finds anything wrong: " +
 			"its header ID, telemetry IDs and member IDs are consistent with the connection.",
@@ -44,7 +44,7 @@ var brokerRules = []Rule{
 		Example: "tel-broker-rejects-valid"},
 }
 
-// brokerChecker judges each broker endpoint by its answers (RULES.md §5):
+// brokerChecker judges each broker endpoint by its answers (docs/design/rules.md §5):
 // what it did with the requests that rules with Verdict found wrong, and
 // whether it rejects requests no rule finds wrong. It also notes whether
 // its ApiVersions offered the telemetry APIs.
@@ -97,9 +97,9 @@ func (bcn *brokerConn) close(c *conn, ci CloseInfo) []cand {
 }
 
 // rejectedValid is a broker-rejected-valid finding about the request at.
-func rejectedValid(at kafka.FrameRef, atAnswer bool) cand {
+func rejectedValid(at kafka.FrameRef) cand {
 	return cand{rule: BrokerRejectedValid, expected: Value{Kind: ValueAccepted},
-		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}, atAnswer: atAnswer}
+		seen: Value{Kind: ValueErrorCode, Code: kerr.InvalidRequest.Code}, related: []Related{related(at, RoleRequest)}}
 }
 
 func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
@@ -109,32 +109,41 @@ func (bcn *brokerConn) response(_ *conn, q *request, ev *decode.Event) []cand {
 	}
 	if rejected, _ := judgeAnswer(m.Answer); q == nil && rejected {
 		// A request with no possible finding, rejected.
-		return []cand{rejectedValid(m.RequestAt, false)}
+		return []cand{rejectedValid(m.RequestAt)}
 	}
 	return nil
 }
 
 // settled records what the broker did with a request a Verdict rule found
-// wrong, and finds a rejection of a request no rule found wrong.
-func (bcn *brokerConn) settled(q *request, pick *cand, found bool) []cand {
+// wrong, and finds a rejection of a request no rule found wrong. A
+// rejection that another finding explains (Apache rejects the request for
+// that reason with or without KIP-1313) is no evidence that the broker
+// enforces KIP-1313; an answer that processed the request still shows
+// that it ignores it.
+func (bcn *brokerConn) settled(q *request, pick *cand, made []cand) []cand {
 	if pick != nil {
 		if r, _ := Lookup(pick.rule); r.Verdict {
-			bcn.b.judge(q, bcn.max)
+			explained := slices.ContainsFunc(made, func(cd cand) bool { return cd.rejectedAnyway })
+			bcn.b.judge(q, bcn.max, explained)
 		}
 	}
-	if rejected, _ := judgeAnswer(q.ans); !found && q.answered && rejected {
-		return []cand{rejectedValid(q.at, true)}
+	if rejected, _ := judgeAnswer(q.ans); len(made) == 0 && q.answered && rejected {
+		return []cand{rejectedValid(q.at)}
 	}
 	return nil
 }
 
 // judge records the broker's answer to a request a Verdict rule found
-// wrong, keeping the first max frames of each verdict.
-func (b *brokerState) judge(q *request, max int) {
+// wrong, keeping the first max frames of each verdict. explained: a
+// rejection of it would be explained by another rule.
+func (b *brokerState) judge(q *request, max int, explained bool) {
 	rejected, processed := judgeAnswer(q.ans)
 	switch {
 	case q.noResponse:
 		// No answer by design: neither a rejection nor evidence.
+	case explained && rejected:
+		// Rejected for another reason than KIP-1313, perhaps (a broker
+		// that cannot parse a header closes the connection instead).
 	case q.answered && rejected, q.closedByBroker:
 		b.enforced++
 		if len(b.enforce) < max {
@@ -149,7 +158,7 @@ func (b *brokerState) judge(q *request, max int) {
 }
 
 // judgeAnswer says whether a broker's answer rejected a request as
-// INVALID_REQUEST or processed it (RULES.md §5): by its top-level ErrorCode
+// INVALID_REQUEST or processed it (docs/design/rules.md §5): by its top-level ErrorCode
 // where the API and version has one, else by its nested codes (an Apache
 // broker that rejects a request puts the same code in every item). Any
 // other top-level code, an answer with no items, and an answer whose body

@@ -1,25 +1,38 @@
 package rules
 
 import (
+	"cmp"
 	"path"
+	"slices"
 	"sort"
-	"strconv"
 )
 
-// Rule describes one rule of RULES.md: a row of the catalogue, owned by
-// the checker that applies it. Its texts are all users get: `kidscope
-// rules ID` and docs/rules.md are made from them, and users do not have
-// the design documents.
+// Rule describes one rule of docs/design/rules.md: a row of the catalogue, declared
+// once, by the checker that applies it, with every attribute the engine,
+// the report, the docs and the sample scenarios read of it. Its texts are
+// all users get: `kidscope rules ID` and docs/rules.md are made from them,
+// and users do not have the design documents.
 type Rule struct {
 	ID       string
 	Severity Severity
-	// Section is the RULES.md section, for ordering only: users see the
-	// section's title (package report names them), never its number.
-	Section string
-	// Place is the rule's position among its section's rules in RULES.md,
-	// from 1: the catalogue lists rules in the documents' order.
-	Place   int
+	// Group is the part of the catalogue the rule is listed in.
+	Group   Group
 	Profile string // "seed", "accepted", "both" or "" (profile-independent)
+	// CrossConnection: the rule looks across connections, so an engine
+	// that sees one host finds it for that host only, and kidscope fleet
+	// finds it again over every host's observations.
+	CrossConnection bool
+	// Verdict says that the broker's answer to a request this rule finds
+	// wrong tells whether the broker enforces KIP-1313 (docs/design/rules.md §5).
+	Verdict bool
+	// AtAnswer: its findings point at the broker's answer, not at the
+	// request (docs/design/rules.md §1).
+	AtAnswer bool
+	// After places a rule that one checker applies among another
+	// checker's rules of its group: right after the rule named. Without
+	// it the catalogue lists a group's rules in the engine's checker
+	// order, each checker's in the order it declares them.
+	After string
 	// Summary is one line, also each finding's message: changing it
 	// changes analyze's output.
 	Summary string
@@ -37,45 +50,84 @@ type Rule struct {
 	Caveat string
 	// Example names a sample scenario that shows it (samples/README.md).
 	Example string
-	// Precedence is the rule's place in RULES.md §1's order, from 1: a
-	// request gets at most one finding of the rules that have one, the
-	// first that applies. 0: the rule is outside that order (each of its
-	// findings is reported).
+	// Precedence is the rule's place in the precedence list, from 1; 0:
+	// the rule is outside it (each of its findings is reported). The
+	// catalogue sets it: a declaration leaves it 0.
 	Precedence int
-	// Verdict says that the broker's answer to a request this rule finds
-	// wrong tells whether the broker enforces KIP-1313 (RULES.md §5).
-	Verdict bool
 }
 
-// catalog is the rows of the engine's checkers in RULES.md order, and
-// byID indexes it. Both are built once and never changed.
+// Group is a part of the catalogue: the rules of one section of docs/design/rules.md.
+// Users see its title, never a section number.
+type Group int8
+
+const (
+	GroupHeader     Group = iota + 1 // docs/design/rules.md §3
+	GroupTelemetry                   // §4
+	GroupBroker                      // §5
+	GroupMembership                  // §6
+	GroupInstances                   // §7
+	GroupCapture                     // §8
+)
+
+// Title names the group for users.
+func (g Group) Title() string {
+	switch g {
+	case GroupHeader:
+		return "Header rules (KIP-1313)"
+	case GroupTelemetry:
+		return "Telemetry rules (KIP-714) and the broker's telemetry answers"
+	case GroupBroker:
+		return "Broker and client classification"
+	case GroupMembership:
+		return "Group membership rules (KIP-394, KIP-848/KIP-1082)"
+	case GroupInstances:
+		return "Across connections (client instance inventory)"
+	case GroupCapture:
+		return "What the capture cannot show"
+	}
+	return "Other rules"
+}
+
+// precedence is docs/design/rules.md §1's order: a request gets at most one finding of
+// these rules, the first that applies, whose message names the others that
+// also apply.
+var precedence = []string{
+	HeaderIDReserved, HeaderIDMissingFirst, HeaderIDChanged, HeaderIDDropped, HeaderIDLate,
+	TelemetryPushReservedID, TelemetryBodyMismatch, TelemetryIDMissing, TelemetryIDNotReused,
+	TelemetryPushAfterTerminate, TelemetryPushUnknownID, HeaderClientIDRepeated, HeaderIDRepeated,
+}
+
+// catalog is the rules the engine's checkers declare, in catalogue order,
+// and byID indexes it. Both are built once and never changed.
 var (
-	catalog = assemble(New(Options{}).checkers)
+	catalog = assemble(New(Options{}).checkers, precedence)
 	byID    = indexRules(catalog)
 )
 
-// assemble joins the checkers' rows and orders them as RULES.md does.
-func assemble(checkers []checker) []Rule {
-	var all []Rule
+// assemble joins the checkers' declarations in catalogue order: by group,
+// then in the checkers' order and each checker's own, a rule with After
+// moved behind the rule it names; and sets each rule's place in order.
+func assemble(checkers []checker, order []string) []Rule {
+	var all, placed []Rule
 	for _, k := range checkers {
 		all = append(all, k.rules()...)
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		a, b := sectionNumber(all[i].Section), sectionNumber(all[j].Section)
-		if a != b {
-			return a < b
+	slices.SortStableFunc(all, func(a, b Rule) int { return cmp.Compare(a.Group, b.Group) })
+	for _, r := range all {
+		if r.After == "" {
+			placed = append(placed, r)
 		}
-		return all[i].Place < all[j].Place
-	})
-	return all
-}
-
-func sectionNumber(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return -1
 	}
-	return n
+	for _, r := range all {
+		if r.After != "" {
+			i := slices.IndexFunc(placed, func(p Rule) bool { return p.ID == r.After })
+			placed = slices.Insert(placed, i+1, r)
+		}
+	}
+	for i := range placed {
+		placed[i].Precedence = slices.Index(order, placed[i].ID) + 1
+	}
+	return placed
 }
 
 func indexRules(rs []Rule) map[string]Rule {
@@ -86,7 +138,7 @@ func indexRules(rs []Rule) map[string]Rule {
 	return m
 }
 
-// Catalog returns every rule, in RULES.md order.
+// Catalog returns every rule, in docs/design/rules.md order.
 func Catalog() []Rule { return append([]Rule(nil), catalog...) }
 
 // Lookup returns one rule.
@@ -148,7 +200,7 @@ func Glossary() []Term {
 		{Name: "accepted", Profile: true,
 			Short: "reworked KIP-1313 (Kafka 4.5): the ID once, in the first v3 header",
 			Meaning: "The reworked KIP-1313, aimed at Kafka 4.5. Only requests that use request header v3 take part: " +
-				"OffsetDelete v1+, GetTelemetrySubscriptions v1+, PushTelemetry v1+, the share-group state RPCs (keys 83-87) v1+, " +
+				"OffsetDelete v1+, GetTelemetrySubscriptions v1+, PushTelemetry v1+, the share-group state RPCs (keys 83, 84 and 86 v1+; 85 and 87 v2+), " +
 				"what --header-v3 KEY:MINVERSION adds, and any flexible-header request that carries tag 0 (v3 and v2 headers are the same bytes). " +
 				"The connection's first v3-header request must carry a non-reserved ID and the ClientId; later v3-header requests omit the ID and send a null ClientId. " +
 				"An explicit ZERO is reserved. SaslHandshake and requests inside Envelope are exempt; v1 and v2-header requests before the first v3 one, such as ApiVersions, are not judged."},

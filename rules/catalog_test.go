@@ -6,79 +6,71 @@ import (
 	"testing"
 )
 
-// rulesMD is every rule ID of RULES.md, in the order its tables list them
-// (§3, §4, §6, §7, §8).
-var rulesMD = []string{
-	"header-id-changed", "header-id-dropped", "header-id-late", "header-id-missing-first", "header-id-reserved",
-	"header-client-id-repeated", "header-id-repeated",
-	"telemetry-body-mismatch", "telemetry-id-not-reused", "telemetry-push-reserved-id", "telemetry-push-after-terminating",
-	"telemetry-id-missing", "telemetry-push-unknown-id", "broker-id-not-assigned", "broker-id-conflict",
-	"broker-rejected-valid", "broker-id-reissued",
-	"join-member-id-not-used", "join-member-id-required-old-version", "heartbeat-member-id-empty", "heartbeat-member-id-changed",
-	"instance-id-shared", "instance-id-split",
-	"stream-mid-start", "stream-gap", "stream-not-kafka", "stream-unanswered",
-}
-
-// precedenceMD is RULES.md §1's order: a request gets at most one finding
-// from §3 and §4 together, the first of these that applies.
-var precedenceMD = []string{
-	"header-id-reserved", "header-id-missing-first", "header-id-changed", "header-id-dropped", "header-id-late",
-	"telemetry-push-reserved-id", "telemetry-body-mismatch", "telemetry-id-missing", "telemetry-id-not-reused",
-	"telemetry-push-after-terminating", "telemetry-push-unknown-id", "header-client-id-repeated", "header-id-repeated",
-}
-
-// TestCatalogFromCheckers: the catalogue assembled from the checkers has
-// every rule of RULES.md once, in its order, with its precedence, and is
-// what the engine's checkers own.
+// TestCatalogFromCheckers: the catalogue is the engine's checkers'
+// declarations, each rule once, grouped, with the precedence list's
+// places; the precedence list names rules of the header and telemetry
+// groups (docs/design/rules.md §1 orders §3 and §4), each once; After names a rule of
+// the same group.
 func TestCatalogFromCheckers(t *testing.T) {
-	var ids []string
-	for _, r := range Catalog() {
-		ids = append(ids, r.ID)
-	}
-	if !slices.Equal(ids, rulesMD) {
-		t.Errorf("catalogue\n %q\nwant RULES.md's\n %q", ids, rulesMD)
-	}
-	for _, r := range Catalog() {
-		want := slices.Index(precedenceMD, r.ID) + 1
-		if r.Precedence != want {
-			t.Errorf("%s: precedence %d, want %d (RULES.md §1)", r.ID, r.Precedence, want)
+	cat := Catalog()
+	var declared []string
+	for _, k := range New(Options{}).checkers {
+		for _, r := range k.rules() {
+			if slices.Contains(declared, r.ID) {
+				t.Errorf("%s is declared twice", r.ID)
+			}
+			declared = append(declared, r.ID)
+			if r.Precedence != 0 {
+				t.Errorf("%s declares a precedence: the precedence list sets it", r.ID)
+			}
 		}
-		if r.Verdict && r.Severity != Error {
-			t.Errorf("%s decides a broker verdict but is a %s rule (RULES.md §5 counts error findings)", r.ID, r.Severity)
+	}
+	if len(cat) != len(declared) {
+		t.Errorf("catalogue of %d rules, %d declared", len(cat), len(declared))
+	}
+	for i, r := range cat {
+		if i > 0 && r.Group < cat[i-1].Group {
+			t.Errorf("%s (group %d) after %s (group %d)", r.ID, r.Group, cat[i-1].ID, cat[i-1].Group)
 		}
 		if got, ok := Lookup(r.ID); !ok || got.ID != r.ID {
 			t.Errorf("Lookup(%s) = %v, %v", r.ID, got.ID, ok)
 		}
-	}
-	var owned []string
-	for _, k := range New(Options{}).checkers {
-		for _, r := range k.rules() {
-			if slices.Contains(owned, r.ID) {
-				t.Errorf("%s is owned by two checkers", r.ID)
+		if want := slices.Index(precedence, r.ID) + 1; r.Precedence != want || Ranked(r.ID) != (want > 0) {
+			t.Errorf("%s: precedence %d, want %d", r.ID, r.Precedence, want)
+		}
+		if r.Precedence > 0 && r.Group != GroupHeader && r.Group != GroupTelemetry {
+			t.Errorf("%s is ranked but is neither a header nor a telemetry rule", r.ID)
+		}
+		if r.Precedence > 0 && r.AtAnswer {
+			t.Errorf("%s is ranked but its findings are about answers, not requests", r.ID)
+		}
+		if r.After != "" {
+			if a, ok := Lookup(r.After); !ok || a.Group != r.Group || cat[i-1].ID != r.After {
+				t.Errorf("%s: After %q is not the rule before it in its group", r.ID, r.After)
 			}
-			owned = append(owned, r.ID)
+		}
+		if CrossConnection(r.ID) != r.CrossConnection {
+			t.Errorf("CrossConnection(%s) = %v", r.ID, CrossConnection(r.ID))
 		}
 	}
-	slices.Sort(owned)
-	sorted := slices.Sorted(slices.Values(rulesMD))
-	if !slices.Equal(owned, sorted) {
-		t.Errorf("the engine's checkers own\n %q\nwant\n %q", owned, sorted)
+	seen := map[string]bool{}
+	for _, id := range precedence {
+		if _, ok := Lookup(id); !ok || seen[id] {
+			t.Errorf("precedence list: %q unknown or twice", id)
+		}
+		seen[id] = true
 	}
 }
 
 // TestVerdictRules: the rules whose findings decide a broker verdict are
-// RULES.md §5's: the header rules of severity error, and
+// docs/design/rules.md §5's: the header rules of severity error, and
 // telemetry-body-mismatch.
 func TestVerdictRules(t *testing.T) {
-	var got []string
 	for _, r := range Catalog() {
-		if r.Verdict {
-			got = append(got, r.ID)
+		want := r.Group == GroupHeader && r.Severity == Error || r.ID == TelemetryBodyMismatch
+		if r.Verdict != want {
+			t.Errorf("%s: Verdict %v, want %v", r.ID, r.Verdict, want)
 		}
-	}
-	want := []string{HeaderIDChanged, HeaderIDDropped, HeaderIDLate, HeaderIDMissingFirst, HeaderIDReserved, TelemetryBodyMismatch}
-	if !slices.Equal(got, want) {
-		t.Errorf("verdict rules %q, want %q", got, want)
 	}
 }
 
@@ -103,7 +95,7 @@ func TestRuleTexts(t *testing.T) {
 		why[r.Why], fix[r.Fix] = r.ID, r.ID
 		// The rules about the capture are fixed in how it is taken; every
 		// other one says which side, client or broker, fixes it.
-		if r.Section != "8" && !strings.Contains(r.Fix, "Client") && !strings.Contains(r.Fix, "Broker") {
+		if r.Group != GroupCapture && !strings.Contains(r.Fix, "Client") && !strings.Contains(r.Fix, "Broker") {
 			t.Errorf("%s: the fix names neither the client nor the broker: %s", r.ID, r.Fix)
 		}
 		checkUserText(t, r.ID, r.Summary+" "+r.Detail+" "+r.Why+" "+r.Fix+" "+r.Caveat)
@@ -129,7 +121,7 @@ func TestRuleTexts(t *testing.T) {
 
 func checkUserText(t *testing.T, what, text string) {
 	t.Helper()
-	for _, bad := range []string{"RULES.md", "shared/", "§", "PROTOCOL.md"} {
+	for _, bad := range []string{"docs/design/rules.md", "shared/", "§", "docs/design/protocol.md"} {
 		if strings.Contains(text, bad) {
 			t.Errorf("%s: %q points at a document users do not have", what, bad)
 		}

@@ -29,9 +29,10 @@ type connChecker interface {
 	// choose returns those of its candidates for a request that apply.
 	choose(cands []cand) []cand
 	// settled sees a request whose findings were made: pick is the one
-	// the precedence chose (nil: none), found says whether any was made.
-	// Its candidates are more findings about the request.
-	settled(q *request, pick *cand, found bool) []cand
+	// the precedence chose (nil: none), made all the candidates the
+	// checkers chose (pick's rivals included). Its candidates are more
+	// findings about the request.
+	settled(q *request, pick *cand, made []cand) []cand
 	// response sees an answer. q is its request's record while that waits
 	// for its findings, else nil. Its candidates are findings at the
 	// answer.
@@ -55,7 +56,7 @@ type passive struct{}
 func (passive) request(*conn, *request, *decode.Event) []cand  { return nil }
 func (passive) ready() bool                                    { return true }
 func (passive) choose(cands []cand) []cand                     { return cands }
-func (passive) settled(*request, *cand, bool) []cand           { return nil }
+func (passive) settled(*request, *cand, []cand) []cand         { return nil }
 func (passive) response(*conn, *request, *decode.Event) []cand { return nil }
 func (passive) event(*conn, *decode.Event) []cand              { return nil }
 func (passive) gap(kafka.Direction)                            {}
@@ -71,13 +72,23 @@ type cand struct {
 	// by is the index, among the engine's checkers, of the one that made
 	// it (set by the engine).
 	by int
+	// once, when set, makes the findings of the rule with the same once
+	// one finding, at the first, whose Count says how many requests it
+	// stands for (telemetry-push-unknown-id: once per ID).
+	once string
+	// info makes the finding info whatever its rule's severity (a
+	// telemetry-push-unknown-id on a connection the capture joined
+	// mid-stream).
+	info bool
+	// rejectedAnyway: Apache Kafka answers INVALID_REQUEST to the request
+	// for this finding's reason whether or not it knows KIP-1313 (a
+	// reserved v0 body ID, an empty member ID): such an answer tells
+	// nothing of the broker's KIP-1313 verdict (docs/design/rules.md §5).
+	rejectedAnyway bool
 	// judge says which way of judging made it, for a checker that judges
 	// a request several ways until it knows which applies (the header
 	// rules: seed, accepted, old client).
 	judge uint8
-	// atAnswer: the finding points at the request's answer, not at the
-	// request (broker-rejected-valid).
-	atAnswer bool
 	// at, stream and count are the evidence of a finding about the
 	// connection rather than a request.
 	at     kafka.FrameRef

@@ -1,21 +1,24 @@
-// Package rules owns the rule catalogue of RULES.md and applies it.
+// Package rules owns the rule catalogue of docs/design/rules.md and applies it.
 //
-// The rules are applied by checkers, each owning its rows of the
-// catalogue (severity, section, profile, the texts users read: summary,
-// what fires, why it matters, how to fix it, the example scenario; place
-// in the §1 precedence, whether a finding decides a broker verdict),
-// the state it needs across connections and, per connection, the events
-// it reacts to: header (the KIP-1313 profiles and their auto
-// selection, established IDs), telemetry (KIP-714 IDs across
+// The rules are applied by checkers. A rule is one declaration (Rule) in
+// the checker that applies it: its ID, severity, group, profile, whether it
+// looks across connections, whether it decides a broker verdict, whether
+// its findings point at the answer, and the texts users read (summary,
+// what fires, why it matters, how to fix it, the example scenario). The
+// only other list a rule can be in is the precedence list of docs/design/rules.md §1
+// (catalog.go). The catalogue, docs/rules.md, `kidscope rules`, the
+// sample scenarios' lookups and the tests read the declarations. Each
+// checker owns the state its rules need across connections and, per
+// connection, the events it reacts to: header (the KIP-1313 profiles and
+// their auto selection, established IDs), telemetry (KIP-714 IDs across
 // connections), broker (the KIP-1313 verdict of each broker, requests it
 // rejects that no rule finds wrong), group (member IDs), inventory
 // (client instances across connections) and stream (what the capture
 // cannot show). The engine keeps what every checker reads of a
 // connection, routes events to the checkers, holds each request's
-// candidate findings until they can be decided and applies the precedence
-// from the rows' attributes; the catalogue is assembled from the
-// checkers' rows in RULES.md order. Adding a rule touches the checker
-// that applies it, and its tests.
+// candidate findings until they can be decided and applies the precedence.
+// Adding a rule touches the checker that applies it, its tests and a
+// sample scenario that shows it.
 //
 // Findings carry typed evidence, never sentences: expected and seen
 // values (a kind and the raw IDs, strings and addresses), the broker's

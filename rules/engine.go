@@ -67,12 +67,12 @@ type CloseInfo struct {
 // byBroker reports whether the broker closed the connection (FIN or RST).
 func (ci *CloseInfo) byBroker() bool { return ci.Seen && ci.By == kafka.ToClient }
 
-// Engine applies the rules of RULES.md to the events of many connections,
+// Engine applies the rules of docs/design/rules.md to the events of many connections,
 // fed in capture order. It is pure: no I/O, clocks or goroutines. The
 // rules are applied by checkers; the engine keeps what every checker
 // reads of a connection, routes the events to them, holds each request's
 // candidate findings until they can be decided, and applies the
-// precedence of RULES.md §1 from the rules' attributes.
+// precedence of docs/design/rules.md §1 from the rules' attributes.
 type Engine struct {
 	opt      Options
 	checkers []checker
@@ -92,6 +92,9 @@ type Engine struct {
 	// given are the header rules of the request being replayed (Replay).
 	obs   []Observation
 	given []Candidate
+	// onces are the findings made once per key (cand.once), by rule and
+	// key: where the tally keeps each (-1: not kept).
+	onces bounded[string, int]
 }
 
 // New returns an engine.
@@ -99,7 +102,7 @@ func New(opt Options) *Engine {
 	opt = opt.withDefaults()
 	e := &Engine{opt: opt, conns: map[int]*conn{}, tele: newTelemetryChecker(),
 		inv: newInventoryChecker(opt.MaxInstances), brokers: newBrokerChecker(opt.MaxBrokers, opt.MaxEvidence),
-		tally: NewTally(opt.MaxFindings)}
+		tally: NewTally(opt.MaxFindings), onces: newBounded[string, int]()}
 	// The order in which checkers see each event, and in which the
 	// findings they make at once are listed.
 	e.checkers = []checker{&headerChecker{choice: opt.Profile}, e.tele, newGroupChecker(), e.inv, e.brokers, streamChecker{}}
@@ -355,7 +358,7 @@ func (e *Engine) ready(c *conn, q *request) bool {
 const maxUndecided = 1024
 
 // finalize makes a request's findings: each checker chooses among its
-// candidates; of those of rules with a precedence the first in RULES.md
+// candidates; of those of rules with a precedence the first in docs/design/rules.md
 // §1's order is reported, naming the others; those of rules without one
 // are each reported. Then the checkers see the outcome.
 func (e *Engine) finalize(c *conn, q *request) {
@@ -398,11 +401,11 @@ func (e *Engine) finalize(c *conn, q *request) {
 	for _, cd := range each {
 		e.emitCand(c, cd, req, nil)
 	}
-	found := pick != nil || len(each) > 0
+	made := slices.Concat(ranked, each)
 	for _, k := range c.checks {
-		for _, cd := range k.settled(q, pick, found) {
+		for _, cd := range k.settled(q, pick, made) {
 			a := req
-			if cd.atAnswer {
+			if r, _ := Lookup(cd.rule); r.AtAnswer && q.answered {
 				a.at = q.respAt
 			}
 			e.emitCand(c, cd, a, nil)
@@ -454,8 +457,17 @@ type about struct {
 }
 
 // emitCand turns a candidate into a finding about a request. also names
-// the other §3/§4 rules that applied to the same request.
+// the other §3/§4 rules that applied to the same request. A candidate of
+// a rule and once key already found counts in that finding instead.
 func (e *Engine) emitCand(c *conn, cd cand, a about, also []string) {
+	var once string
+	if cd.once != "" {
+		once = cd.rule + "\x00" + cd.once
+		if i, ok := e.onces.get(once); ok {
+			e.tally.Repeat(i)
+			return
+		}
+	}
 	h := a.h
 	f := Finding{Rule: cd.rule, At: a.at, Related: cd.related, APIKey: h.APIKey, APIVersion: h.APIVersion, HasAPI: true,
 		CorrelationID: h.CorrelationID, Expected: cd.expected, Seen: cd.seen, Answer: a.ans, Also: also}
@@ -465,23 +477,33 @@ func (e *Engine) emitCand(c *conn, cd cand, a about, also []string) {
 			f.Related = append(slices.Clone(f.Related), related(q.respAt, RoleAnswer))
 		}
 	}
-	e.emit(c, f)
+	if once != "" {
+		f.Count = 1
+	}
+	i := e.emit(c, f, cd.info)
+	if once != "" {
+		e.onces.set(once, i)
+	}
 }
 
 // emitAll makes findings about the connection, not about one request.
 func (e *Engine) emitAll(c *conn, cands []cand) {
 	for _, cd := range cands {
-		e.emit(c, Finding{Rule: cd.rule, At: cd.at, Expected: cd.expected, Seen: cd.seen, Stream: cd.stream, Count: cd.count})
+		e.emit(c, Finding{Rule: cd.rule, At: cd.at, Expected: cd.expected, Seen: cd.seen, Stream: cd.stream, Count: cd.count}, cd.info)
 	}
 }
 
-// emit completes a finding with the connection and the catalogue.
-func (e *Engine) emit(c *conn, f Finding) {
+// emit completes a finding with the connection and the catalogue (info
+// lowers its severity to info), and returns where the tally keeps it.
+func (e *Engine) emit(c *conn, f Finding, info bool) int {
 	r, _ := Lookup(f.Rule)
 	f.Severity = r.Severity
+	if info {
+		f.Severity = Info
+	}
 	f.Conn, f.ConnID = c.info.Endpoints, c.info.ID
-	e.tally.Add(f)
 	e.out = append(e.out, f)
+	return e.tally.Add(f)
 }
 
 // Result returns everything found, once every connection is closed.

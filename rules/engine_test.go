@@ -306,7 +306,7 @@ var cases = []struct {
 		corr = c.req(apiVersions, 3, none(), nil)
 		c.resp(corr, 42, nil) // 7: rejected valid
 	}, "broker-id-not-assigned@3 broker-id-conflict@5 broker-rejected-valid@7", false},
-	// broker-id-reissued and the terminating push it lifts (RULES.md §4),
+	// broker-id-reissued and the terminating push it lifts (docs/design/rules.md §4),
 	// each firing case beside a twin that differs in one detail.
 	{"re-issued: assigned again on another connection after the terminating push", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
@@ -366,7 +366,11 @@ var cases = []struct {
 			c.close(false)
 		}
 	}, "broker-id-reissued@11 broker-id-reissued@19", false},
-	{"accepted again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
+	// Apache answers a GetTelemetrySubscriptions that names the ID NONE
+	// (echoing it, or ZERO) and still rejects the next push
+	// (ClientMetricsManager keeps the instance's terminating flag): only an
+	// exchange that asks for a new ID and gets this one again lifts it.
+	{"named again after terminating: same connection (R = X) and another (R = X, echoed)", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))
@@ -377,8 +381,8 @@ var cases = []struct {
 		corr = b.req(gts, 0, none(), tele(idX)) // R ≠ ZERO: not asking for a new ID
 		b.resp(corr, 0, tele(idX))
 		b.ok(pushT, 0, none(), push(idX, false))
-	}, "", false},
-	{"accepted again after terminating: v1, by the header ID", Options{}, func(s *script) {
+	}, "telemetry-push-after-terminating@8 telemetry-push-after-terminating@13", false},
+	{"named again after terminating: v1, by the header ID", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))
@@ -386,8 +390,8 @@ var cases = []struct {
 		b.ok(gts, 1, with(idX), &decode.Body{}) // F
 		b.ok(metadata, 12, none().nullClient(), nil)
 		b.ok(pushT, 1, none().nullClient(), &decode.Body{})
-	}, "", false},
-	{"accepted twin: the v1 exchange is rejected", Options{}, func(s *script) {
+	}, "telemetry-push-after-terminating@11", false},
+	{"named twin: the v1 exchange is rejected", Options{}, func(s *script) {
 		a := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
 		a.gtsNew(idX)
 		a.ok(pushT, 0, none(), push(idX, true))
@@ -539,7 +543,7 @@ func TestBrokerVerdicts(t *testing.T) {
 	}
 }
 
-// TestPrecedence: one finding per request, the first of RULES.md §1's
+// TestPrecedence: one finding per request, the first of docs/design/rules.md §1's
 // order, naming the others.
 func TestPrecedence(t *testing.T) {
 	s := newScript(t, Options{})

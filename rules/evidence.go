@@ -115,7 +115,7 @@ type Related struct {
 	Role  Role
 }
 
-// StreamKind says what a finding about a connection's bytes (RULES.md §8)
+// StreamKind says what a finding about a connection's bytes (docs/design/rules.md §8)
 // shows.
 type StreamKind int8
 

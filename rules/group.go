@@ -6,33 +6,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// The group membership rules (RULES.md §6).
+// The group membership rules (docs/design/rules.md §6).
 const (
 	JoinMemberIDNotUsed            = "join-member-id-not-used"
 	JoinMemberIDRequiredOldVersion = "join-member-id-required-old-version"
 	HeartbeatMemberIDEmpty         = "heartbeat-member-id-empty"
 	HeartbeatMemberIDChanged       = "heartbeat-member-id-changed"
+	ShareHeartbeatMemberIDEmpty    = "share-heartbeat-member-id-empty"
+	StreamsHeartbeatMemberIDEmpty  = "streams-heartbeat-member-id-empty"
 )
 
 var groupRules = []Rule{
-	{ID: JoinMemberIDNotUsed, Severity: Error, Section: "6", Place: 1,
+	{ID: JoinMemberIDNotUsed, Severity: Error, Group: GroupMembership, CrossConnection: true,
 		Summary: "after MEMBER_ID_REQUIRED with member ID M, the next JoinGroup for the group carries another ID",
 		Detail: "KIP-394: a JoinGroup v4+ with an empty member ID is answered MEMBER_ID_REQUIRED (79) with the member ID M the coordinator assigned for group G. " +
 			"The client's next JoinGroup for G carries a member ID other than M (empty, stale or another): on the same connection, " +
-			"or on another connection of the same client instance (linked by its header ID).",
+			"or on another connection of the same client instance (linked by its header ID). " +
+			"A client that leaves G (LeaveGroup) in between starts again with an empty member ID, as Apache Kafka's consumer does: its next JoinGroup is not judged.",
 		Why: "The coordinator keeps M as a pending member until the session timeout. A rejoin with another ID is answered UNKNOWN_MEMBER_ID, or gets yet another MEMBER_ID_REQUIRED: " +
 			"the consumer loops without joining, the group's rebalance waits, its partitions are not consumed meanwhile, and pending members pile up on the coordinator.",
 		Fix: "Client: on MEMBER_ID_REQUIRED, send the next JoinGroup at once with the member ID from the response, also when it reconnects to the coordinator in between. " +
 			"Broker: nothing to change.",
 		Example: "grp-join-rejoin-wrong"},
-	{ID: JoinMemberIDRequiredOldVersion, Severity: Warning, Section: "6", Place: 2,
+	{ID: JoinMemberIDRequiredOldVersion, Severity: Warning, Group: GroupMembership, AtAnswer: true,
 		Summary: "MEMBER_ID_REQUIRED sent in answer to JoinGroup v0–v3",
 		Detail:  "The coordinator answered MEMBER_ID_REQUIRED (79) to a JoinGroup v0, v1, v2 or v3. KIP-394 starts at JoinGroup v4: clients that send older versions do not know the error code.",
 		Why:     "An old client does not understand error 79: it may treat it as fatal or unknown and never join the group, so its partitions go unconsumed.",
 		Fix: "Broker: answer MEMBER_ID_REQUIRED only to JoinGroup v4 and later, as Apache Kafka does; for older versions accept the empty member ID and assign one in the normal answer. " +
 			"Client: a client that sends JoinGroup v4 or later handles it.",
 		Example: "grp-join-old-version"},
-	{ID: HeartbeatMemberIDEmpty, Severity: Error, Section: "6", Place: 3,
+	{ID: HeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
 		Summary: "ConsumerGroupHeartbeat v1+ with an empty MemberId",
 		Detail: "A ConsumerGroupHeartbeat v1 or later (the KIP-848 consumer group protocol) carries an empty MemberId. " +
 			"Since KIP-1082 (v1) the client makes its member ID, a UUID, before its first heartbeat and keeps it for its lifetime; v0, in which the coordinator assigned it, is not judged.",
@@ -40,14 +43,47 @@ var groupRules = []Rule{
 		Fix: "Client: make a member ID (a random UUID) when the consumer is created and send it from the first heartbeat on; " +
 			"a client that still relies on the coordinator to assign it must use ConsumerGroupHeartbeat v0. Broker: nothing to change.",
 		Example: "grp-cgh-empty-member"},
-	{ID: HeartbeatMemberIDChanged, Severity: Warning, Section: "6", Place: 4,
+	{ID: HeartbeatMemberIDChanged, Severity: Warning, Group: GroupMembership,
 		Summary: "the member ID changes on a connection and group without leaving first",
-		Detail:  "On one connection and group, a ConsumerGroupHeartbeat carries a member ID other than the previous one, and the old member did not leave (MemberEpoch -1) in between.",
+		Detail: "On one connection and group, a ConsumerGroupHeartbeat, ShareGroupHeartbeat or StreamsGroupHeartbeat carries a member ID other than the previous one, " +
+			"and the old member did not leave in between (MemberEpoch -1, or -2 for a static member that will rejoin).",
 		Why: "The coordinator sees a new member while the old one keeps its partitions until its session times out: " +
 			"the group rebalances twice, those partitions are not consumed in between and lag grows. " +
 			"It usually means the client made a new member ID after an error or a reconnect.",
-		Fix:     "Client: keep one member ID for the consumer's lifetime (KIP-1082), and leave the group with MemberEpoch -1 before joining under a new one. Broker: nothing to change.",
+		Fix:     "Client: keep one member ID for the consumer's lifetime (KIP-1082), and leave the group (MemberEpoch -1, or -2 for a static member) before joining under a new one. Broker: nothing to change.",
 		Example: "grp-cgh-member-changed"},
+	{ID: ShareHeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
+		Summary: "ShareGroupHeartbeat with an empty MemberId",
+		Detail: "A ShareGroupHeartbeat (a KIP-932 share consumer) carries an empty MemberId. " +
+			"The share consumer makes its member ID, a UUID, before its first heartbeat and keeps it for its lifetime; every version requires it.",
+		Why: "The coordinator rejects the heartbeat with INVALID_REQUEST: the share consumer never joins its share group and fetches nothing from it.",
+		Fix: "Client: make a member ID (a random UUID) when the share consumer is created and send it from the first ShareGroupHeartbeat on. " +
+			"Broker: nothing to change.",
+		Example: "grp-share-empty-member"},
+	{ID: StreamsHeartbeatMemberIDEmpty, Severity: Error, Group: GroupMembership,
+		Summary: "StreamsGroupHeartbeat with an empty MemberId",
+		Detail: "A StreamsGroupHeartbeat (the KIP-1071 streams rebalance protocol) carries an empty MemberId. " +
+			"The streams client makes its member ID, a UUID, before its first heartbeat and keeps it for the life of the process; every version requires it.",
+		Why: "The coordinator rejects the heartbeat with INVALID_REQUEST: the streams application's instance gets no tasks and processes nothing.",
+		Fix: "Client: make a member ID (a random UUID) when the streams client starts and send it from the first StreamsGroupHeartbeat on; " +
+			"a static member keeps its group instance ID as well. Broker: nothing to change.",
+		Example: "grp-streams-empty-member"},
+}
+
+// emptyMemberRule is the rule an empty member ID breaks in a heartbeat of
+// this API and version: the member makes its own ID in ConsumerGroupHeartbeat
+// v1+ (KIP-1082), and in every version of the share and streams heartbeats
+// (kafka-clients 4.4.0's schemas); "" where the coordinator assigns it.
+func emptyMemberRule(key, version int16) string {
+	switch {
+	case key == decode.KeyConsumerGroupHeartbeat && version >= 1:
+		return HeartbeatMemberIDEmpty
+	case key == decode.KeyShareGroupHeartbeat:
+		return ShareHeartbeatMemberIDEmpty
+	case key == decode.KeyStreamsGroupHeartbeat:
+		return StreamsHeartbeatMemberIDEmpty
+	}
+	return ""
 }
 
 // groupChecker applies the group membership rules. Across connections it
@@ -108,10 +144,7 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	case decode.KeyJoinGroup:
 		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
 		gc.joins.set(h.CorrelationID, joinRequest{group: group, version: h.APIVersion, header: x})
-		keys := []string{groupKey(connKey(c.info.ID), group)}
-		if id, ok := c.instanceOf(x); ok {
-			keys = append(keys, groupKey(headerKey(id), group))
-		}
+		keys := gc.keys(c, x, group)
 		for _, k := range keys {
 			a, ok := g.required.get(k)
 			if !ok {
@@ -127,11 +160,23 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 			}
 			return nil
 		}
-	case decode.KeyConsumerGroupHeartbeat:
+	case decode.KeyLeaveGroup:
+		// A classic consumer that leaves (close, unsubscribe, a poll
+		// timeout) forgets its member ID and joins again with an empty
+		// one (Apache's AbstractCoordinator.maybeLeaveGroup resets its
+		// generation): a MEMBER_ID_REQUIRED before it binds no later
+		// JoinGroup.
+		for _, k := range gc.keys(c, x, kept(m.Body.GroupID)) {
+			g.required.delete(k)
+		}
+	case decode.KeyConsumerGroupHeartbeat, decode.KeyShareGroupHeartbeat, decode.KeyStreamsGroupHeartbeat:
 		var out []cand
 		group, member := kept(m.Body.GroupID), kept(m.Body.MemberID)
-		if h.APIVersion >= 1 && member == "" {
-			out = append(out, cand{rule: HeartbeatMemberIDEmpty, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID}})
+		if rule := emptyMemberRule(h.APIKey, h.APIVersion); rule != "" && member == "" {
+			// Apache's coordinator rejects it (INVALID_REQUEST) whether or
+			// not the broker knows KIP-1313.
+			out = append(out, cand{rule: rule, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
+				rejectedAnyway: true})
 		}
 		last, _ := gc.members.get(group)
 		if member != "" && last.member != "" && member != last.member {
@@ -147,6 +192,16 @@ func (gc *groupConn) request(c *conn, q *request, ev *decode.Event) []cand {
 		return out
 	}
 	return nil
+}
+
+// keys are where the checker keeps what a client's request for group
+// binds: by connection, and by client instance (its header ID).
+func (gc *groupConn) keys(c *conn, x headerID, group string) []string {
+	keys := []string{groupKey(connKey(c.info.ID), group)}
+	if id, ok := c.instanceOf(x); ok {
+		keys = append(keys, groupKey(headerKey(id), group))
+	}
+	return keys
 }
 
 func (gc *groupConn) response(c *conn, _ *request, ev *decode.Event) []cand {

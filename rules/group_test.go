@@ -40,5 +40,25 @@ func TestGroupChecker(t *testing.T) {
 			{rule: HeartbeatMemberIDChanged, at: 6, expected: member("a"), seen: member("b"),
 				related: []Related{rel(4, RolePrevious), rel(7, RoleAnswer)}, answer: answered(0)},
 		}},
+		{"share and streams heartbeats: empty in every version, changed, static leave", Options{}, func(s *script) {
+			const share, streams = 76, 88
+			c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)
+			corr := c.req(share, 1, none(), &decode.Body{GroupID: "s"}) // 2
+			c.resp(corr, 42, nil)                                       // 3
+			c.ok(share, 1, none(), &decode.Body{GroupID: "s", MemberID: "a"})
+			c.ok(share, 1, none(), &decode.Body{GroupID: "s", MemberID: "b"}) // 6,7: changed
+			c.ok(streams, 0, none(), &decode.Body{GroupID: "t"})              // 8,9: empty in v0 too
+			inst := "i"
+			c.ok(streams, 1, none(), &decode.Body{GroupID: "t", MemberID: "x", GroupInstanceID: &inst})
+			c.ok(streams, 1, none(), &decode.Body{GroupID: "t", MemberID: "x", GroupInstanceID: &inst, MemberEpoch: -2})
+			c.ok(streams, 1, none(), &decode.Body{GroupID: "t", MemberID: "y", GroupInstanceID: &inst}) // after a static leave: fine
+		}, []typed{
+			{rule: ShareHeartbeatMemberIDEmpty, at: 2, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
+				related: []Related{rel(3, RoleAnswer)}, answer: answered(42)},
+			{rule: HeartbeatMemberIDChanged, at: 6, expected: member("a"), seen: member("b"),
+				related: []Related{rel(4, RolePrevious), rel(7, RoleAnswer)}, answer: answered(0)},
+			{rule: StreamsHeartbeatMemberIDEmpty, at: 8, expected: Value{Kind: ValueGeneratedMemberID}, seen: Value{Kind: ValueEmptyMemberID},
+				related: []Related{rel(9, RoleAnswer)}, answer: answered(0)},
+		}},
 	})
 }

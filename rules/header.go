@@ -5,7 +5,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 )
 
-// The header rules (RULES.md §3).
+// The header rules (docs/design/rules.md §3).
 const (
 	HeaderIDChanged        = "header-id-changed"
 	HeaderIDDropped        = "header-id-dropped"
@@ -17,7 +17,7 @@ const (
 )
 
 var headerRules = []Rule{
-	{ID: HeaderIDChanged, Severity: Error, Section: "3", Place: 1, Profile: "both", Precedence: 3, Verdict: true,
+	{ID: HeaderIDChanged, Severity: Error, Group: GroupHeader, Profile: "both", Verdict: true,
 		Summary: "a later request carries a non-zero instance ID different from the connection's established one",
 		Detail: "A request carries a header client instance ID (tag 0, not ZERO) that differs from the connection's established ID: " +
 			"the one its first ID-relevant request set (seed: the first flexible-header request; accepted: the first v3-header request) " +
@@ -32,7 +32,7 @@ var headerRules = []Rule{
 			"Look for a library that makes a new ID on reconnect or retry, or two client objects with different IDs sharing one connection. " +
 			"Broker: nothing to change: rejecting the request is what KIP-1313 asks.",
 		Example: "hdr-seed-changed"},
-	{ID: HeaderIDDropped, Severity: Error, Section: "3", Place: 2, Profile: "seed", Precedence: 4, Verdict: true,
+	{ID: HeaderIDDropped, Severity: Error, Group: GroupHeader, Profile: "seed", Verdict: true,
 		Summary: "the first flexible-header request carried ID X; a later one carries none (or ZERO)",
 		Detail: "Under the seed profile, the connection's first flexible-header request carried ID X and a later flexible-header request carries no tag 0, " +
 			"or an explicit ZERO (the seed treats ZERO as no ID). Requests with a v1 header (SaslHandshake, OffsetDelete v0, every non-flexible version) are exempt.",
@@ -42,7 +42,7 @@ var headerRules = []Rule{
 		Fix: "Client: once the first flexible-header request of a connection carried the ID, put it in every later one, " +
 			"including requests made on paths that build their own header (group rejoins, admin calls, retries). Broker: nothing to change.",
 		Example: "hdr-seed-dropped"},
-	{ID: HeaderIDLate, Severity: Error, Section: "3", Place: 3, Profile: "seed", Precedence: 5, Verdict: true,
+	{ID: HeaderIDLate, Severity: Error, Group: GroupHeader, Profile: "seed", Verdict: true,
 		Summary: "the first flexible-header request carried no ID; a later one carries an ID",
 		Detail: "Under the seed profile, the connection's first flexible-header request (usually ApiVersions v3) carried no ID and a later flexible-header request carries one; " +
 			"each later request with an ID is a finding. A connection judged seed whose requests before its first ID carried none gets it at that first ID. " +
@@ -54,7 +54,7 @@ var headerRules = []Rule{
 		Fix: "Client: create the instance ID before opening the first connection and send it from the very first flexible-header request (ApiVersions v3 and later) on; " +
 			"or send it on no request of that connection. Broker: nothing to change.",
 		Example: "hdr-seed-late"},
-	{ID: HeaderIDMissingFirst, Severity: Error, Section: "3", Place: 4, Profile: "accepted", Precedence: 2, Verdict: true,
+	{ID: HeaderIDMissingFirst, Severity: Error, Group: GroupHeader, Profile: "accepted", Verdict: true,
 		Summary: "the first header-v3 request of the connection carries no ID",
 		Detail: "Under the accepted profile, the first request of the connection that uses request header v3 carries no client instance ID. " +
 			"Requests with v1 or v2 headers before it, such as ApiVersions, are not judged. " +
@@ -66,7 +66,7 @@ var headerRules = []Rule{
 		Fix: "Client: send a non-reserved client instance ID, made once per client instance, and the ClientId in the first v3-header request of every connection. " +
 			"A client that does not support KIP-1313 should use API versions mapped to header v2 (GetTelemetrySubscriptions v0, PushTelemetry v0). Broker: nothing to change.",
 		Example: "hdr-acc-missing-first"},
-	{ID: HeaderIDReserved, Severity: Error, Section: "3", Place: 5, Profile: "both", Precedence: 1, Verdict: true,
+	{ID: HeaderIDReserved, Severity: Error, Group: GroupHeader, Profile: "both", Verdict: true,
 		Summary: "a header carries ONE, or (accepted) an explicit ZERO tag",
 		Detail: "A request header's tag 0 is ONE, under either profile, or, under the accepted profile, an explicit ZERO. " +
 			"Under the seed profile an explicit ZERO means no ID, and header-id-dropped or header-id-late judge it instead. " +
@@ -77,7 +77,7 @@ var headerRules = []Rule{
 		Fix: "Client: make the ID a random version-4 UUID and make a new one if it comes out as ZERO or ONE (Kafka's Uuid.randomUuid() does); " +
 			"when there is no ID, leave tag 0 out rather than sending ZERO. Broker: nothing to change.",
 		Example: "hdr-acc-reserved-zero"},
-	{ID: HeaderClientIDRepeated, Severity: Warning, Section: "3", Place: 6, Profile: "accepted", Precedence: 12,
+	{ID: HeaderClientIDRepeated, Severity: Warning, Group: GroupHeader, Profile: "accepted",
 		Summary: "a later header-v3 request carries a non-null ClientId",
 		Detail: "Under the accepted profile, a v3-header request after the connection's first one carries a non-null ClientId. " +
 			"The accepted KIP has the client send its ClientId once, with its ID, in the first v3-header request, and a null ClientId after it. " +
@@ -87,7 +87,7 @@ var headerRules = []Rule{
 		Fix: "Client: after the first v3-header request of a connection, send a null ClientId in v3 headers; the broker keeps the one it was given. " +
 			"Broker: follow the final KIP text on whether to reject it.",
 		Example: "hdr-acc-client-id-repeated"},
-	{ID: HeaderIDRepeated, Severity: Info, Section: "3", Place: 7, Profile: "accepted", Precedence: 13,
+	{ID: HeaderIDRepeated, Severity: Info, Group: GroupHeader, Profile: "accepted",
 		Summary: "a later header-v3 request repeats the same ID",
 		Detail: "Under the accepted profile, a v3-header request after the connection's first one repeats the connection's ID in tag 0 instead of omitting it. " +
 			"Info: whether a repeat is allowed is unsettled upstream. A different ID is header-id-changed instead.",
@@ -96,7 +96,7 @@ var headerRules = []Rule{
 		Example: "hdr-acc-id-repeated"},
 }
 
-// headerChecker applies the header rules under the profiles of RULES.md
+// headerChecker applies the header rules under the profiles of docs/design/rules.md
 // §2: a forced one, or each connection's own (auto).
 type headerChecker struct {
 	choice ProfileChoice
@@ -155,7 +155,7 @@ func judged(out, cs []cand, judge uint8) []cand {
 	return out
 }
 
-// decideProfile applies auto selection (RULES.md §2) once the request
+// decideProfile applies auto selection (docs/design/rules.md §2) once the request
 // after F shows what the client does.
 func (hc *headerConn) decideProfile(hv int, x headerID, h *decode.RequestHeader) {
 	if hc.decided {
@@ -216,7 +216,7 @@ func (hc *headerConn) describe(row *Connection) {
 	}
 }
 
-// seedJudge applies the seed profile's header rules (RULES.md §2–3):
+// seedJudge applies the seed profile's header rules (docs/design/rules.md §2–3):
 // every flexible-header request must repeat what the first one did.
 type seedJudge struct {
 	midStream bool
@@ -260,7 +260,7 @@ func (j *seedJudge) judge(hv int, x headerID, at kafka.FrameRef) []cand {
 }
 
 // establishedAt is the frame that established the connection's ID or its
-// absence (RULES.md §3 evidence); none on a mid-stream connection that
+// absence (docs/design/rules.md §3 evidence); none on a mid-stream connection that
 // showed no ID yet.
 func (j *seedJudge) establishedAt() (kafka.FrameRef, bool) {
 	if j.hasEst {

@@ -10,7 +10,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 )
 
-// The inventory's rules (RULES.md §7), about client instance IDs across
+// The inventory's rules (docs/design/rules.md §7), about client instance IDs across
 // connections.
 const (
 	InstanceIDShared = "instance-id-shared"
@@ -18,7 +18,7 @@ const (
 )
 
 var inventoryRules = []Rule{
-	{ID: InstanceIDShared, Severity: Warning, Section: "7", Place: 1,
+	{ID: InstanceIDShared, Severity: Warning, Group: GroupInstances, CrossConnection: true,
 		Summary: "one client instance ID is used from two or more client IP addresses",
 		Detail: "One client instance ID is seen in request headers from two or more client IP addresses. " +
 			"Reported once per ID, on the first connection from the second address, with a frame of the first as related.",
@@ -28,7 +28,7 @@ var inventoryRules = []Rule{
 		Fix: "Client: make the instance ID at run time, in each process (a random UUID when the client starts), never from configuration or an image. " +
 			"If the addresses are one host (several interfaces, or NAT that changes), the finding can be ignored.",
 		Example: "inst-shared"},
-	{ID: InstanceIDSplit, Severity: Info, Section: "7", Place: 2,
+	{ID: InstanceIDSplit, Severity: Info, Group: GroupInstances, CrossConnection: true,
 		Summary: "one client (same IP and ClientId) has overlapping connections with different instance IDs",
 		Detail:  "One client, by its IP address and ClientId, has connections open at the same time that carry different instance IDs.",
 		Why: "Nothing breaks: it is usually several client instances in one process (a producer and a consumer, or several consumers) that share a ClientId. " +

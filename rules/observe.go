@@ -23,13 +23,13 @@ const (
 // engine that sees every host's (Options.Replay) can check those rules
 // across all of them. Only what they read is observed:
 //
-//   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup and
+//   - GetTelemetrySubscriptions, PushTelemetry, JoinGroup, LeaveGroup and
 //     ConsumerGroupHeartbeat requests and their answers;
 //   - the request that set a connection's first header ID, and requests
 //     that carry another ID than that one, with their answers;
 //   - the opening and the end of a connection with such a request.
 //
-// A request carries the header rules (RULES.md §3) that apply to it, as the
+// A request carries the header rules (docs/design/rules.md §3) that apply to it, as the
 // observing engine chose them with the whole connection in view: they take
 // part in the precedence of §1 wherever the request is replayed.
 // Observations of one connection come in the order the engine made them;
@@ -55,7 +55,7 @@ type Observation struct {
 }
 
 // A Candidate is a finding a rule makes of a request before the precedence
-// of RULES.md §1 picks among those of the request.
+// of docs/design/rules.md §1 picks among those of the request.
 type Candidate struct {
 	Rule     string
 	Expected Value
@@ -74,18 +74,14 @@ func (o *Observation) At() kafka.FrameRef {
 	return o.Event.At
 }
 
-// crossConnection are the rules that look across connections: an engine
-// that sees one host finds them for that host only.
-var crossConnection = map[string]bool{
-	TelemetryIDNotReused: true, TelemetryPushAfterTerminate: true, TelemetryPushUnknownID: true,
-	BrokerIDReissued: true, JoinMemberIDNotUsed: true, InstanceIDShared: true, InstanceIDSplit: true,
-}
-
 // CrossConnection reports whether a rule looks across connections, so that
 // it is found again over every host's observations.
-func CrossConnection(id string) bool { return crossConnection[id] }
+func CrossConnection(id string) bool {
+	r, _ := Lookup(id)
+	return r.CrossConnection
+}
 
-// Ranked reports whether a rule takes part in the precedence of RULES.md
+// Ranked reports whether a rule takes part in the precedence of docs/design/rules.md
 // §1 (at most one of them per request).
 func Ranked(id string) bool { return precedenceOf(id) > 0 }
 
@@ -93,7 +89,7 @@ func Ranked(id string) bool { return precedenceOf(id) > 0 }
 // of this API.
 func observedKey(key int16) bool {
 	switch key {
-	case decode.KeyGetTelemetrySubscriptions, decode.KeyPushTelemetry, decode.KeyJoinGroup, decode.KeyConsumerGroupHeartbeat:
+	case decode.KeyGetTelemetrySubscriptions, decode.KeyPushTelemetry, decode.KeyJoinGroup, decode.KeyLeaveGroup, decode.KeyConsumerGroupHeartbeat:
 		return true
 	}
 	return false

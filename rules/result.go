@@ -39,7 +39,7 @@ func ParseSeverity(s string) (Severity, bool) {
 	return 0, false
 }
 
-// Profile is the KIP-1313 revision a connection is judged by (RULES.md §2).
+// Profile is the KIP-1313 revision a connection is judged by (docs/design/rules.md §2).
 type Profile int
 
 const (
@@ -93,11 +93,13 @@ type Finding struct {
 	AfterGap bool
 	// Also names the other §3/§4 rules that applied to the same request.
 	Also []string
-	// Count is how many events a stream-unanswered finding stands for.
+	// Count is how many events a finding stands for: the requests a
+	// stream-unanswered finding counts, the pushes with one unknown ID a
+	// telemetry-push-unknown-id finding stands for (0 for the others).
 	Count int64
 }
 
-// Verdict is what a broker's answers say of KIP-1313 (RULES.md §5).
+// Verdict is what a broker's answers say of KIP-1313 (docs/design/rules.md §5).
 type Verdict int
 
 const (

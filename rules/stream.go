@@ -5,7 +5,7 @@ import (
 	"github.com/kidscope/kidscope/kafka"
 )
 
-// The rules about what the capture cannot show (RULES.md §8).
+// The rules about what the capture cannot show (docs/design/rules.md §8).
 const (
 	StreamMidStart   = "stream-mid-start"
 	StreamGap        = "stream-gap"
@@ -14,7 +14,7 @@ const (
 )
 
 var streamRules = []Rule{
-	{ID: StreamMidStart, Severity: Info, Section: "8", Place: 1,
+	{ID: StreamMidStart, Severity: Info, Group: GroupCapture,
 		Summary: "the connection began before the capture; first-request rules were not applied",
 		Detail: "The capture did not see the connection's TCP handshake: it began before the capture. " +
 			"header-id-late and header-id-missing-first, which need the true first request, are not applied to it, " +
@@ -22,21 +22,21 @@ var streamRules = []Rule{
 		Why:     "Findings that need the connection's start may be missing: a clean report for this connection does not prove it was clean.",
 		Fix:     "Start the capture before the clients connect, or restart them while capturing, so that every connection's first request is in it.",
 		Example: "stream-mid-start"},
-	{ID: StreamGap, Severity: Info, Section: "8", Place: 2,
+	{ID: StreamGap, Severity: Info, Group: GroupCapture,
 		Summary: "bytes are missing; the Kafka framing was resynchronised",
 		Detail: "Bytes of the connection are missing from the capture (lost packets, a snap length that cut the segments, a capture buffer that overflowed). " +
 			"The Kafka framing was found again at a later frame, or not at all; what was in the gap is not judged, and findings right after it say so.",
 		Why:     "What the missing bytes held is unknown: a violation could be among them, and findings after the gap rest on what was seen.",
 		Fix:     "Capture whole packets (tcpdump -s 0), where every packet passes, with a capture buffer big enough (tcpdump -B) or a filter on the Kafka ports so that the kernel drops none.",
 		Example: "stream-lost-segment"},
-	{ID: StreamNotKafka, Severity: Info, Section: "8", Place: 3,
+	{ID: StreamNotKafka, Severity: Info, Group: GroupCapture,
 		Summary: "the bytes on a Kafka port are not Kafka (TLS is named as TLS)",
 		Detail:  "The bytes of a connection on a Kafka port do not read as Kafka requests and responses. TLS is recognised and named as TLS (when it cannot be decrypted).",
 		Why:     "kidscope checks nothing on that connection: whatever its clients do wrong is not in the report.",
 		Fix: "For TLS, give the clients' key log (--tls-keylog, the SSLKEYLOGFILE format) or a pcapng that holds the decryption secrets. " +
 			"For another protocol on the port, leave the port out of -p, or filter the connection out.",
 		Example: "tls-on-kafka-port"},
-	{ID: StreamUnanswered, Severity: Info, Section: "8", Place: 4,
+	{ID: StreamUnanswered, Severity: Info, Group: GroupCapture,
 		Summary: "requests with no response in the capture (counted)",
 		Detail: "Requests of the connection have no response in the capture: one finding per connection that counts them, not one per request. " +
 			"Produce with acks = 0, which gets no response by design, is not counted.",

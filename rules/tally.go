@@ -21,19 +21,29 @@ func NewTally(max int) *Tally {
 	return &Tally{max: max, byRule: map[string]int64{}, byGroup: map[FindingGroup]int64{}}
 }
 
-// Add counts f, and keeps it while there is room.
-func (t *Tally) Add(f Finding) {
+// Add counts f, and keeps it while there is room. It returns where f is
+// kept, for Repeat (-1: not kept).
+func (t *Tally) Add(f Finding) int {
 	t.bySeverity[f.Severity]++
 	t.byRule[f.Rule]++
 	g := FindingGroup{f.Rule, f.ConnID}
 	if len(t.findings) < t.max {
 		t.findings = append(t.findings, f)
 		t.byGroup[g]++
-		return
+		return len(t.findings) - 1
 	}
 	t.dropped++
 	if _, listed := t.byGroup[g]; listed {
 		t.byGroup[g]++
+	}
+	return -1
+}
+
+// Repeat counts one more event in the Count of the finding kept at i (a
+// finding made once for several requests); nothing when it is not kept.
+func (t *Tally) Repeat(i int) {
+	if i >= 0 && i < len(t.findings) {
+		t.findings[i].Count++
 	}
 }
 

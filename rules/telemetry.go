@@ -1,13 +1,14 @@
 package rules
 
 import (
+	"net/netip"
 	"strconv"
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/kafka"
 )
 
-// The telemetry rules (RULES.md §4), about the client's requests and the
+// The telemetry rules (docs/design/rules.md §4), about the client's requests and the
 // broker's answers to GetTelemetrySubscriptions.
 const (
 	TelemetryBodyMismatch       = "telemetry-body-mismatch"
@@ -22,7 +23,7 @@ const (
 )
 
 var telemetryRules = []Rule{
-	{ID: TelemetryBodyMismatch, Severity: Error, Section: "4", Place: 1, Precedence: 7, Verdict: true,
+	{ID: TelemetryBodyMismatch, Severity: Error, Group: GroupTelemetry, Verdict: true,
 		Summary: "a v0 GetTelemetrySubscriptions or PushTelemetry carries header ID H ≠ ZERO and body ID ≠ H",
 		Detail: "A GetTelemetrySubscriptions v0 or PushTelemetry v0 carries a header ID H (not ZERO) and a body ClientInstanceId R that is not H, ZERO included: " +
 			"the last two rows of the seed's GetTelemetrySubscriptions table (H with R = ZERO, H with R ≠ H). A client that sends H must use H for its telemetry too. " +
@@ -33,7 +34,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: when the header carries the instance ID, put the same ID in the body's ClientInstanceId: a KIP-1313 client makes its own ID and does not ask the broker for one (R = ZERO). " +
 			"Or use telemetry v1, whose body has no ID. Broker: nothing to change: INVALID_REQUEST is the right answer.",
 		Example: "gts-row5-body-differs"},
-	{ID: TelemetryIDNotReused, Severity: Error, Section: "4", Place: 2, Precedence: 9,
+	{ID: TelemetryIDNotReused, Severity: Error, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a later telemetry request of the same client instance carries another ID, or ZERO, after it got telemetry ID X",
 		Detail: "After a client got telemetry ID X (the broker returned it in a GetTelemetrySubscriptions answer, or the client sent it and the broker answered NONE), " +
 			"a later GetTelemetrySubscriptions or PushTelemetry of the same client instance carries a different ID or ZERO: " +
@@ -44,7 +45,7 @@ var telemetryRules = []Rule{
 		Fix: "Client: keep the telemetry ID it was given (or its own instance ID) for the life of the client instance, across reconnects and brokers, " +
 			"and ask again with that same ID when a push is answered UNKNOWN_SUBSCRIPTION_ID. Broker: nothing to change.",
 		Example: "tel-assigned-not-reused"},
-	{ID: TelemetryPushReservedID, Severity: Error, Section: "4", Place: 3, Precedence: 6,
+	{ID: TelemetryPushReservedID, Severity: Error, Group: GroupTelemetry,
 		Summary: "a PushTelemetry identifies itself by ZERO or ONE",
 		Detail: "The ID a PushTelemetry identifies itself by is ZERO or ONE: a v0 push by its body ClientInstanceId; " +
 			"a v1 push by its header ID or, without one, by the connection's established ID.",
@@ -52,20 +53,20 @@ var telemetryRules = []Rule{
 		Fix: "Client: push only with the ID a GetTelemetrySubscriptions exchange gave or accepted (v0: in the body; v1: in the header, or on a connection that established a non-reserved ID). " +
 			"Broker: nothing to change.",
 		Example: "tel-push-zero"},
-	{ID: TelemetryPushAfterTerminate, Severity: Error, Section: "4", Place: 4, Precedence: 10,
+	{ID: TelemetryPushAfterTerminate, Severity: Error, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry for an instance ID after a terminating push for that ID, with no exchange re-issuing the ID since",
-		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, unless the broker handed the ID out again: " +
-			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, assigned it (the broker returned it, answering NONE) " +
-			"or accepted it (the client identified itself by it and the broker answered NONE). " +
-			"Pushes for the ID after such an exchange are not reported; if the broker gave the ID to another client that asked for a new one, that answer is broker-id-reissued. " +
-			"Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported.",
+		Detail: "After a PushTelemetry with Terminating = true, no further push may use that instance ID, to any broker, unless a broker handed the ID out again: " +
+			"a GetTelemetrySubscriptions exchange after the terminating push, on any connection, that asked for a new ID (body ID ZERO, no header ID) and was assigned this one (broker-id-reissued). " +
+			"An exchange that names the ID does not lift it: Apache Kafka answers it NONE and still rejects the next push with INVALID_REQUEST. " +
+			"Once a broker has handed one ID to several clients, a terminating push ends only the use of the client that sent it: the others' pushes are not reported. " +
+			"A broker that accepts such a push (Apache keeps the terminating state per broker) does not make it right.",
 		Why: "A terminating push tells the broker that the client instance is closing and its subscription can go. " +
 			"A later push for the ID is rejected (INVALID_REQUEST or UNKNOWN_SUBSCRIPTION_ID) and its metrics are lost. " +
 			"It means the client sent its terminating push before it really stopped, or went on using the instance after closing it.",
 		Fix: "Client: send Terminating = true only in the last push of a closing instance; an instance that goes on must get a subscription again with GetTelemetrySubscriptions before it pushes. " +
 			"Broker: nothing to change.",
 		Example: "tel-push-after-terminating"},
-	{ID: TelemetryIDMissing, Severity: Error, Section: "4", Place: 5, Precedence: 8,
+	{ID: TelemetryIDMissing, Severity: Error, Group: GroupTelemetry,
 		Summary: "a v1 telemetry request with no header ID on a connection that has no ID either",
 		Detail: "A GetTelemetrySubscriptions v1 or PushTelemetry v1 carries no header ID, on a connection that has no established ID either. " +
 			"Telemetry v1 bodies have no ClientInstanceId: the header, or the connection's established ID, is all that identifies the client.",
@@ -73,18 +74,20 @@ var telemetryRules = []Rule{
 		Fix: "Client: use telemetry v1 only with KIP-1313 header IDs: send the instance ID in the connection's first v3-header request (a v1 telemetry request is one). " +
 			"Otherwise use v0, with the ID in the body. Broker: nothing to change.",
 		Example: "tel-v1-header-id"},
-	{ID: TelemetryPushUnknownID, Severity: Warning, Section: "4", Place: 6, Precedence: 11,
+	{ID: TelemetryPushUnknownID, Severity: Warning, Group: GroupTelemetry, CrossConnection: true,
 		Summary: "a PushTelemetry with an ID no GetTelemetrySubscriptions exchange in the capture assigned or accepted",
-		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection, assigned (B, answered NONE) " +
+		Detail: "A PushTelemetry uses a non-reserved ID that no GetTelemetrySubscriptions exchange in the capture, on any connection to any broker, assigned (B, answered NONE) " +
 			"or accepted (the ID the request identified itself by, answered NONE: v0 its body, v1 its header or its connection's established ID). " +
-			"A warning: the capture may simply have started after that exchange.",
+			"Reported once per ID, at its first push; the finding's count says how many pushes with the ID it stands for. " +
+			"A warning: the capture may simply have started after that exchange. Info when the push's connection began before the capture: " +
+			"a client asks once when it starts and then only pushes, moving its pushes to another broker without asking again, so a capture on a broker host that starts after its clients sees them so.",
 		Caveat: "the capture may have started after it",
 		Why: "If no exchange ever produced the ID, the broker has no subscription for it: the push is answered UNKNOWN_SUBSCRIPTION_ID and its metrics are dropped. " +
 			"The client may have made the ID up, or kept it from another cluster or an earlier run.",
 		Fix: "First rule out a late capture: capture from the client's start. Client: get a subscription with GetTelemetrySubscriptions, and push with the ID it returned or accepted. " +
 			"Broker: nothing to change.",
 		Example: "tel-push-unknown-id"},
-	{ID: BrokerIDNotAssigned, Severity: Error, Section: "4", Place: 7,
+	{ID: BrokerIDNotAssigned, Severity: Error, Group: GroupTelemetry, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions with R = ZERO and no H was answered NONE with B = ZERO",
 		Detail: "A GetTelemetrySubscriptions v0 with body ID R = ZERO and no header ID, the first row of the seed's table (a KIP-714 client asking for its telemetry ID), " +
 			"is answered NONE with ClientInstanceId B = ZERO.",
@@ -92,7 +95,7 @@ var telemetryRules = []Rule{
 		Fix: "Broker: answer an initial GetTelemetrySubscriptions with a new random, non-reserved ID, as Apache Kafka does; " +
 			"check the version of the broker, or of a proxy between client and broker, that answered it. Client: nothing to change.",
 		Example: "tel-broker-no-id"},
-	{ID: BrokerIDConflict, Severity: Warning, Section: "4", Place: 8,
+	{ID: BrokerIDConflict, Severity: Warning, Group: GroupTelemetry, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions with R ≠ ZERO was answered with another non-zero ID",
 		Detail: "A GetTelemetrySubscriptions v0 whose body names the client's ID (R ≠ ZERO) is answered with a ClientInstanceId B that is neither ZERO nor R. " +
 			"Apache brokers echo R, or answer ZERO as the seed's table has it; any other ID is wrong.",
@@ -101,7 +104,7 @@ var telemetryRules = []Rule{
 		Fix: "Broker: for a request that names its ID, keep that ID (echo R, or return ZERO); make a new one only for R = ZERO. " +
 			"Look at non-Apache brokers and proxies in the path. Client: keep using R.",
 		Example: "tel-broker-id-conflict"},
-	{ID: BrokerIDReissued, Severity: Warning, Section: "4", Place: 10,
+	{ID: BrokerIDReissued, Severity: Warning, Group: GroupTelemetry, CrossConnection: true, AtAnswer: true,
 		Summary: "a GetTelemetrySubscriptions asking for a new ID was answered with an ID already seen on another connection",
 		Detail: "A client that has no telemetry ID asks for one with GetTelemetrySubscriptions v0: body ClientInstanceId ZERO and no instance ID in the header. " +
 			"This answer (NONE) gave an ID the capture had already seen on another connection: assigned there by a broker, or used there as a header or telemetry ID " +
@@ -144,6 +147,7 @@ type telemetryChecker struct {
 type sighting struct {
 	at      kafka.FrameRef
 	conn    int
+	broker  netip.AddrPort
 	inst    kafka.UUID
 	hasInst bool
 }
@@ -217,7 +221,7 @@ type teleConn struct {
 
 // identity is the ID a telemetry request identifies its client by: the v0
 // body's ID; for v1 the header ID, else the connection's (its first
-// non-zero header ID, RULES.md §1 "established ID" for the telemetry
+// non-zero header ID, docs/design/rules.md §1 "established ID" for the telemetry
 // rules).
 func identity(c *conn, ev *decode.Event, x headerID) (kafka.UUID, bool) {
 	m := &ev.Msg
@@ -233,7 +237,7 @@ func identity(c *conn, ev *decode.Event, x headerID) (kafka.UUID, bool) {
 // sightingOf is a sighting at frame at on connection c.
 func sightingOf(c *conn, x headerID, at kafka.FrameRef) sighting {
 	inst, has := c.instanceOf(x)
-	return sighting{at: at, conn: c.info.ID, inst: inst, hasInst: has}
+	return sighting{at: at, conn: c.info.ID, broker: c.info.Endpoints.Broker, inst: inst, hasInst: has}
 }
 
 // sight records that id was used or assigned at s. Reserved IDs are no
@@ -270,7 +274,7 @@ func (t *telemetryChecker) endedFor(id kafka.UUID, term, q sighting) bool {
 func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	t, x := tc.t, q.x
 	if x.carries && (q.setsFirstID || x.id != c.firstID) {
-		t.sight(x.id, sighting{at: q.at, conn: c.info.ID, inst: x.id, hasInst: true})
+		t.sight(x.id, sighting{at: q.at, conn: c.info.ID, broker: c.info.Endpoints.Broker, inst: x.id, hasInst: true})
 	}
 	h := &ev.Msg.Request
 	if h.APIKey != decode.KeyGetTelemetrySubscriptions && h.APIKey != decode.KeyPushTelemetry {
@@ -299,14 +303,27 @@ func (tc *teleConn) request(c *conn, q *request, ev *decode.Event) []cand {
 	}
 	if h.APIKey == decode.KeyPushTelemetry && hasIdent {
 		if ident.IsReserved() {
-			out = append(out, cand{rule: TelemetryPushReservedID, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: ident}})
+			// Apache rejects a reserved body ID whether or not it knows
+			// KIP-1313 (ClientMetricsManager.processPushTelemetryRequest);
+			// a v1 push's ID is its header's, a KIP-1313 matter.
+			out = append(out, cand{rule: TelemetryPushReservedID, expected: Value{Kind: ValueNonReserved}, seen: Value{Kind: ValueIDNamed, ID: ident},
+				rejectedAnyway: h.APIVersion == 0})
 		} else {
-			if f, ok := t.terminated.get(ident); ok && t.endedFor(ident, f, sightingOf(c, x, at)) {
+			here := sightingOf(c, x, at)
+			if f, ok := t.terminated.get(ident); ok && t.endedFor(ident, f, here) {
+				// Apache keeps the terminating flag per broker: another
+				// broker has no reason of its own to reject the push.
 				out = append(out, cand{rule: TelemetryPushAfterTerminate, expected: Value{Kind: ValueNoPushAfterEnd},
-					seen: Value{Kind: ValuePushFor, ID: ident}, related: []Related{{f.at, RoleTerminated}}})
+					seen: Value{Kind: ValuePushFor, ID: ident}, related: []Related{{f.at, RoleTerminated}},
+					rejectedAnyway: f.broker == here.broker})
 			}
 			if _, ok := t.known.get(ident); !ok {
-				out = append(out, cand{rule: TelemetryPushUnknownID, expected: Value{Kind: ValueExchangedID}, seen: Value{Kind: ValueID, ID: ident}})
+				// Once per ID: a client asks once and then only pushes, so a
+				// capture that began after its exchange sees every push. On
+				// a connection open before the capture that is what to
+				// expect: info.
+				out = append(out, cand{rule: TelemetryPushUnknownID, expected: Value{Kind: ValueExchangedID}, seen: Value{Kind: ValueID, ID: ident},
+					once: string(ident[:]), info: c.info.MidStream[kafka.ToBroker]})
 			}
 			if m.Body.Terminating {
 				if _, ok := t.terminated.get(ident); !ok {
@@ -385,7 +402,13 @@ func (tc *teleConn) response(c *conn, _ *request, ev *decode.Event) []cand {
 	if !got.IsReserved() {
 		at := ev.At
 		t.known.set(got, at)
-		t.terminated.delete(got)
+		if req.hasBody && req.body.IsZero() && !req.h.carries && got == b {
+			// The client asked for a new ID and the broker handed this one
+			// out again (broker-id-reissued): its terminating push is
+			// over. An exchange that names the ID does not lift it: Apache
+			// answers it NONE and still rejects the next push.
+			t.terminated.delete(got)
+		}
 		t.got.set(connKey(c.info.ID), gotID{got, at})
 		if req.h.carries {
 			t.got.set(headerKey(req.h.id), gotID{got, at})

@@ -42,7 +42,7 @@ func TestTelemetryChecker(t *testing.T) {
 			{rule: TelemetryPushAfterTerminate, at: 8, expected: Value{Kind: ValueNoPushAfterEnd}, seen: Value{Kind: ValuePushFor, ID: idX},
 				related: []Related{rel(6, RoleTerminated), rel(9, RoleAnswer)}, answer: answered(0)},
 			{rule: TelemetryPushUnknownID, at: 11, expected: Value{Kind: ValueExchangedID}, seen: idValue(idB),
-				answer: Answer{State: NoResponse}},
+				answer: Answer{State: NoResponse}, count: 1},
 		}},
 		{"v1 with no ID anywhere", Options{Profile: ForceSeed}, func(s *script) {
 			c := s.open(1, "10.0.0.1:5000", "10.0.0.9:9092", false)

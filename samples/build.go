@@ -235,7 +235,11 @@ func build(s *Scenario) (*Built, error) {
 		if pf.frame == 0 {
 			return nil, fmt.Errorf("%s: finding %s on a %s that is never complete in the capture", s.Name, r.ID, pf.what)
 		}
-		fd := Finding{Rule: r.ID, Severity: r.Severity, Client: conns[pf.conn].Client.String(),
+		sev := r.Severity.String()
+		if pf.f.Info {
+			sev = "info"
+		}
+		fd := Finding{Rule: r.ID, Severity: sev, Client: conns[pf.conn].Client.String(),
 			Broker: conns[pf.conn].Broker.String(), Frame: pf.frame}
 		for _, l := range pf.f.Related {
 			lb, ok := labels[l]

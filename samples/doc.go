@@ -1,5 +1,5 @@
 // Package samples is kidscope's scenario generator: small, realistic packet
-// captures, each with the findings RULES.md says it must produce, so that
+// captures, each with the findings docs/design/rules.md says it must produce, so that
 // the rules engine has evidence no public capture holds yet (no Kafka
 // client sends KIP-1313 header IDs).
 //
@@ -18,7 +18,7 @@
 // into a directory (what `kidscope samples DIR` does). README.md beside
 // this file lists the scenarios, what each must produce, the seed's
 // GetTelemetrySubscriptions table with the scenarios that cover each row,
-// and how the expectations read the places where RULES.md is ambiguous.
+// and how the expectations read the places where docs/design/rules.md is ambiguous.
 //
 // The tests check the captures against the script three ways: the
 // decoder's listing (what `kidscope frames` prints), Wireshark's (tshark),

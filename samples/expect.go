@@ -25,10 +25,10 @@ import (
 //	                 "kip1313": "enforces" | "ignores" | "mixed" | "unknown" } ] }
 //
 // findings lists every finding, info ones included, sorted by frame, then
-// rule; frame follows RULES.md §1 (the frame where the message the finding
+// rule; frame follows docs/design/rules.md §1 (the frame where the message the finding
 // concerns is complete: the request's, or the response's for findings
 // about the broker's answer). related_frames is present only where
-// RULES.md names a related frame (samples/README.md says which).
+// docs/design/rules.md names a related frame (samples/README.md says which).
 // connections lists every TCP connection of the capture in the order they
 // start; brokers every broker endpoint, in the order of Scenario.Brokers.
 // IPv6 endpoints are written [addr]:port.
@@ -143,14 +143,40 @@ func writeList(dir string, list []*Scenario) ([]Written, error) {
 // All is every scenario, in the order the README lists them.
 func All() []*Scenario {
 	var out []*Scenario
-	for _, group := range [][]Scenario{headerScenarios(), tableScenarios(), telemetryScenarios(),
-		groupScenarios(), verdictScenarios(), instanceScenarios(), streamScenarios(), networkScenarios(), largeScenarios(),
-		quirkScenarios()} {
-		for i := range group {
-			out = append(out, &group[i])
+	for _, t := range sections {
+		for _, list := range t.lists {
+			group := list()
+			for i := range group {
+				out = append(out, &group[i])
+			}
 		}
 	}
 	return out
+}
+
+// A section is a part of README.md's list of scenarios: its title, a
+// note under it, and the lists of scenarios it shows.
+type section struct {
+	title, note string
+	lists       []func() []Scenario
+}
+
+// sections are the scenarios, in README.md's order.
+var sections = []section{
+	{title: "Header rules under both profiles, each with a clean twin that differs in one detail",
+		lists: []func() []Scenario{headerScenarios}},
+	{title: "The seed's table, telemetry and the broker's telemetry answers",
+		lists: []func() []Scenario{tableScenarios, telemetryScenarios}},
+	{title: "Groups", lists: []func() []Scenario{groupScenarios}},
+	{title: "Broker verdicts from any API's answer",
+		note: "P sends a changed header ID to broker1, Q to broker2; broker1 answers as Apache Kafka's error " +
+			"response for that request does (the top-level ErrorCode where the version has one, else every " +
+			"topic, partition or group), broker2 processes the request.",
+		lists: []func() []Scenario{verdictScenarios}},
+	{title: "Across connections", lists: []func() []Scenario{instanceScenarios}},
+	{title: "What the capture cannot show, TCP, links and ports",
+		lists: []func() []Scenario{streamScenarios, networkScenarios, largeScenarios}},
+	{title: "Quirks of real capture files, read as Wireshark reads them", lists: []func() []Scenario{quirkScenarios}},
 }
 
 // Small is every scenario that is committed (all but the large ones).

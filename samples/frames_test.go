@@ -114,7 +114,7 @@ func decodeBuilt(t *testing.T, b *Built) (*framesSink, result.Summary) {
 
 // scriptedCodes is the codes frames must list for a scripted answer: its
 // top-level code where the version has one, else the distinct codes of its
-// items (RULES.md §5).
+// items (docs/design/rules.md §5).
 func scriptedCodes(body Body) []int16 {
 	top, hasTop, nested := answerOf(body)
 	if hasTop {

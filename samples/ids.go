@@ -57,6 +57,13 @@ func (s Step) find(rule string, related ...string) Step {
 	return s
 }
 
+// findInfo expects rule at the request, as info.
+func (s Step) findInfo(rule string) Step {
+	r := s.Reqs[0]
+	r.Finds = append(r.Finds, Find{Rule: rule, Info: true})
+	return s
+}
+
 // label names the request.
 func (s Step) label(l string) Step {
 	s.Reqs[0].Label = l

@@ -3,9 +3,9 @@ package samples
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -127,20 +127,93 @@ func TestNamesAndLookup(t *testing.T) {
 	if _, ok := Lookup("no-such-scenario"); ok {
 		t.Error("Lookup finds a scenario that does not exist")
 	}
-	if !slices.IsSortedFunc(Rules, func(a, b Rule) int { return a.Section - b.Section }) {
-		t.Error("Rules is not in RULES.md's order")
-	}
 }
 
-// TestReadme requires README.md to name every scenario.
+// The scenario tables of README.md lie between these lines.
+const (
+	readmeBegin = "<!-- The scenario tables are made from the scenarios: go test ./samples -run TestReadme -update. Do not edit them. -->\n"
+	readmeEnd   = "<!-- End of the scenario tables. -->\n"
+)
+
+// TestReadme requires README.md's scenario tables to be what the
+// scenarios make (-update rewrites them): a row per scenario with its
+// description, the findings its expectation holds and its brokers'
+// verdicts.
 func TestReadme(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, rest, ok1 := strings.Cut(string(readme), readmeBegin)
+	_, after, ok2 := strings.Cut(rest, readmeEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("README.md has no scenario tables between %q and %q", readmeBegin, readmeEnd)
+	}
+	built := map[string]*Built{}
+	for _, b := range allBuilt(t) {
+		built[b.Scenario.Name] = b
+	}
+	want := before + readmeBegin + scenarioTables(built) + readmeEnd + after
+	if *update {
+		if err := os.WriteFile("README.md", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != string(readme) {
+		t.Error("README.md's scenario tables are out of date (go test ./samples -run TestReadme -update)")
+	}
 	for _, s := range All() {
-		if !bytes.Contains(readme, []byte("| `"+s.Name+"` |")) {
+		if !strings.Contains(want, "| `"+s.Name+"` |") {
 			t.Errorf("README.md has no line for %s", s.Name)
 		}
 	}
+}
+
+// scenarioTables is README.md's list of scenarios: a table per section.
+func scenarioTables(built map[string]*Built) string {
+	var b strings.Builder
+	cell := func(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+	letter := map[string]string{"enforces": "E", "ignores": "I", "mixed": "M", "unknown": "?"}
+	for _, sec := range sections {
+		fmt.Fprintf(&b, "\n### %s\n\n", sec.title)
+		if sec.note != "" {
+			fmt.Fprintf(&b, "%s\n\n", sec.note)
+		}
+		b.WriteString("| scenario | what it shows | must find | brokers |\n|---|---|---|---|\n")
+		for _, list := range sec.lists {
+			for _, s := range list() {
+				e := built[s.Name].Expect
+				var order []string
+				count := map[string]int{}
+				for _, f := range e.Findings {
+					r, _ := LookupRule(f.Rule)
+					name := "`" + f.Rule + "`"
+					if f.Severity != r.Severity.String() {
+						name += " (" + f.Severity + ")"
+					}
+					if count[name] == 0 {
+						order = append(order, name)
+					}
+					count[name]++
+				}
+				finds := "nothing"
+				if len(order) > 0 {
+					for i, n := range order {
+						if count[n] > 1 {
+							order[i] = fmt.Sprintf("%s ×%d", n, count[n])
+						}
+					}
+					finds = strings.Join(order, ", ")
+				}
+				var verdicts []string
+				for _, br := range e.Brokers {
+					verdicts = append(verdicts, letter[br.KIP1313])
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", s.Name, cell(s.Description), finds, strings.Join(verdicts, ", "))
+			}
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
 }

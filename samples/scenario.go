@@ -13,7 +13,7 @@ import (
 // A Scenario is one capture and the findings it must produce: a few TCP
 // connections, each a script of Kafka requests and responses (with their
 // header IDs and bodies) and of TCP behaviour, plus the expectations that
-// RULES.md gives for it. Scenarios are plain data; Build turns one into
+// docs/design/rules.md gives for it. Scenarios are plain data; Build turns one into
 // capture bytes and an Expectation.
 type Scenario struct {
 	Name        string
@@ -28,7 +28,7 @@ type Scenario struct {
 	Seed  uint64
 	// Large scenarios are only generated, never committed under samples/.
 	Large bool
-	// Brokers gives the KIP-1313 verdict (RULES.md §5) of every broker
+	// Brokers gives the KIP-1313 verdict (docs/design/rules.md §5) of every broker
 	// endpoint of the scenario.
 	Brokers []Broker
 	Conns   []Conn
@@ -38,7 +38,7 @@ type Scenario struct {
 	// one after the other.
 	Schedule []int
 	// Covers names the rows of the seed's GetTelemetrySubscriptions table
-	// (RULES.md §4) the scenario shows, as "row N/enforces" or
+	// (docs/design/rules.md §4) the scenario shows, as "row N/enforces" or
 	// "row N/ignores" (for the README and the coverage test).
 	Covers []string
 	// Gen builds the connections and schedule of a generated scenario (the
@@ -50,7 +50,7 @@ type Scenario struct {
 	Net func(*netsim.Options)
 }
 
-// Verdict is a broker's KIP-1313 behaviour, as RULES.md §5 classifies it.
+// Verdict is a broker's KIP-1313 behaviour, as docs/design/rules.md §5 classifies it.
 type Verdict string
 
 const (
@@ -66,7 +66,7 @@ type Broker struct {
 	KIP1313 Verdict
 }
 
-// Profile is the profile a connection must be judged by (RULES.md §2).
+// Profile is the profile a connection must be judged by (docs/design/rules.md §2).
 type Profile string
 
 const (
@@ -98,7 +98,7 @@ type Conn struct {
 	// FirstCorr is the correlation ID of the first request; each request
 	// after it takes the next one.
 	FirstCorr int32
-	// Profile is the profile RULES.md §2 says the connection is judged by.
+	// Profile is the profile docs/design/rules.md §2 says the connection is judged by.
 	Profile Profile
 	Steps   []Step
 	End     End
@@ -200,4 +200,8 @@ type Find struct {
 	// AtStart puts the finding at the first frame of the message rather
 	// than the frame where it is complete (unused where both are one).
 	AtStart bool
+	// Info expects the finding as info rather than its rule's severity
+	// (telemetry-push-unknown-id on a connection the capture joined
+	// mid-stream).
+	Info bool
 }

@@ -1,8 +1,12 @@
 package samples
 
-import "github.com/kidscope/kidscope/samples/netsim"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
 
-// Group membership rules (RULES.md §6): KIP-394's MEMBER_ID_REQUIRED and
+	"github.com/kidscope/kidscope/samples/netsim"
+)
+
+// Group membership rules (docs/design/rules.md §6): KIP-394's MEMBER_ID_REQUIRED and
 // KIP-848/KIP-1082's client-generated member IDs.
 
 const (
@@ -56,6 +60,23 @@ func groupScenarios() []Scenario {
 				joinWith(Tag(w), 7, "stock-consumers", memberQ),
 				syncGroup(Tag(w), "stock-consumers", memberQ),
 			}},
+		},
+	})
+
+	out = append(out, Scenario{
+		Name: "grp-join-leave-rejoin",
+		Description: "JoinGroup answered MEMBER_ID_REQUIRED, then the consumer leaves the group (LeaveGroup: closed, unsubscribed or past its poll timeout) " +
+			"and joins again with an empty member ID, as Apache Kafka's consumer does after leaving; nothing to find",
+		Format: netsim.PcapNG, Seed: 409,
+		Brokers: []Broker{{broker2, Unknown}},
+		Conns: []Conn{
+			{Client: ep("10.0.1.64:40270"), Broker: broker2, ClientID: "orders-consumer", Steps: append(consumerStart(NoTag, group),
+				joinRequired(NoTag, 7, group, memberP),
+				leaveGroup(NoTag, group, memberP),
+				joinRequired(NoTag, 7, group, memberP2).after(2*second),
+				joinWith(NoTag, 7, group, memberP2),
+				syncGroup(NoTag, group, memberP2),
+			)},
 		},
 	})
 
@@ -140,5 +161,102 @@ func groupScenarios() []Scenario {
 			s.Conns = cghChanged(cgh(NoTag, 1, cgroup, cghMember1, -1, cghMember1, -1).after(5*second),
 				cgh(NoTag, 1, cgroup, cghMember2, 0, cghMember2, 2).after(200*millisecond))
 		})...)
+
+	out = append(out, Scenario{
+		Name: "grp-share-empty-member",
+		Description: "a share consumer's ShareGroupHeartbeat v1 with an empty MemberId (the member makes its ID in every version); the broker answers INVALID_REQUEST. " +
+			"A second share consumer changes its member ID without leaving; a third leaves (MemberEpoch -1) before it joins under a new one",
+		Format: netsim.PcapNG, Seed: 410,
+		Brokers: []Broker{{broker1, Unknown}},
+		Conns: []Conn{
+			{Client: ep("10.0.1.68:41502"), Broker: broker1, ClientID: "orders-share-consumer", Steps: append(consumerStart(NoTag, sgroup),
+				shareHB(sgroup, "", 0, errInvalidRequest).find("share-heartbeat-member-id-empty"))},
+			{Client: ep("10.0.1.69:41518"), Broker: broker1, ClientID: "orders-share-consumer", Steps: append(consumerStart(NoTag, sgroup),
+				shareHB(sgroup, cghMember1, 0, errNone),
+				shareHB(sgroup, cghMember2, 0, errNone).after(5*second).find("heartbeat-member-id-changed"))},
+			{Client: ep("10.0.1.69:41530"), Broker: broker1, ClientID: "billing-share-consumer", Steps: append(consumerStart(NoTag, sgroup),
+				shareHB(sgroup, cghMember1, 0, errNone),
+				shareHB(sgroup, cghMember1, -1, errNone).after(5*second),
+				shareHB(sgroup, cghMember2, 0, errNone).after(200*millisecond))},
+		},
+	})
+
+	inst := "orders-streams-1"
+	out = append(out, Scenario{
+		Name: "grp-streams-empty-member",
+		Description: "a streams application's StreamsGroupHeartbeat v1 with an empty MemberId (the member makes its ID in every version); the broker answers INVALID_REQUEST. " +
+			"A static member leaves to rejoin (MemberEpoch -2) and joins again under a new member ID, which is no change",
+		Format: netsim.PcapNG, Seed: 411,
+		Brokers: []Broker{{broker1, Unknown}},
+		Conns: []Conn{
+			{Client: ep("10.0.1.70:43300"), Broker: broker1, ClientID: "orders-streams", Steps: append(consumerStart(NoTag, tgroup),
+				streamsHB(tgroup, "", 0, nil, errInvalidRequest).find("streams-heartbeat-member-id-empty"))},
+			{Client: ep("10.0.1.71:43316"), Broker: broker1, ClientID: "orders-streams", Steps: append(consumerStart(NoTag, tgroup),
+				streamsHB(tgroup, cghMember1, 0, &inst, errNone),
+				streamsHB(tgroup, cghMember1, -2, &inst, errNone).after(5*second),
+				streamsHB(tgroup, cghMember2, 0, &inst, errNone).after(second))},
+		},
+	})
 	return out
+}
+
+// The share group (KIP-932) and the streams group (KIP-1071) of the
+// scenarios.
+const (
+	sgroup = "orders-share-consumers"
+	tgroup = "orders-streams-app"
+)
+
+// nextEpoch is the epoch a coordinator answers a heartbeat at epoch with:
+// 1 for a join, the same epoch otherwise (a leave's included).
+func nextEpoch(epoch int32) int32 {
+	if epoch == 0 {
+		return 1
+	}
+	return epoch
+}
+
+// shareHB is ShareGroupHeartbeat v1 of member at epoch (0 joins, with its
+// subscription), answered with code (NONE: epoch 1).
+func shareHB(group, member string, epoch int32, code int16) Step {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID, req.MemberEpoch = group, member, epoch
+	if epoch == 0 {
+		req.SubscribedTopicNames = []string{"orders"}
+	}
+	resp := kmsg.NewPtrShareGroupHeartbeatResponse()
+	resp.Version = 1
+	resp.ErrorCode = code
+	if code == errNone {
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = str(member), nextEpoch(epoch), 5000
+	} else {
+		resp.ErrorMessage = str("MemberId can't be empty.")
+	}
+	return exchange(NoTag, req, resp)
+}
+
+// streamsHB is StreamsGroupHeartbeat v1 of member at epoch (0 joins, with
+// its topology; instance: a static member), answered with code (NONE:
+// epoch 1).
+func streamsHB(group, member string, epoch int32, instance *string, code int16) Step {
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch, req.InstanceID = group, member, epoch, instance
+	req.RebalanceTimeoutMillis = -1
+	if epoch == 0 {
+		req.RebalanceTimeoutMillis = 300000
+		sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+		sub.SubtopologyID, sub.SourceTopics = "0", []string{"orders"}
+		req.Topology = &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 0, Subtopologies: []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub}}
+	}
+	resp := kmsg.NewPtrStreamsGroupHeartbeatResponse()
+	resp.Version = 1
+	resp.ErrorCode = code
+	if code == errNone {
+		resp.MemberID, resp.MemberEpoch, resp.HeartbeatIntervalMillis = member, nextEpoch(epoch), 5000
+	} else {
+		resp.ErrorMessage = str("MemberId can't be empty.")
+	}
+	return exchange(NoTag, req, resp)
 }

@@ -2,7 +2,7 @@ package samples
 
 import "github.com/kidscope/kidscope/samples/netsim"
 
-// Header rules (RULES.md §2, §3): each rule under the seed profile and the
+// Header rules (docs/design/rules.md §2, §3): each rule under the seed profile and the
 // accepted profile, each beside a clean twin that differs in one detail,
 // and the auto profile on a capture that mixes both.
 //

@@ -6,7 +6,7 @@ import (
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
-// Across connections (RULES.md §7), what the capture cannot show (§8),
+// Across connections (docs/design/rules.md §7), what the capture cannot show (§8),
 // TCP that bends messages, other link layers and ports, TLS and SASL.
 
 func instanceScenarios() []Scenario {

@@ -2,7 +2,7 @@ package samples
 
 import "github.com/kidscope/kidscope/samples/netsim"
 
-// The seed's GetTelemetrySubscriptions v0 table (RULES.md §4), one scenario
+// The seed's GetTelemetrySubscriptions v0 table (docs/design/rules.md §4), one scenario
 // per row. In each, client P talks to broker1, which knows KIP-1313, and
 // client Q to broker2, which does not and answers as if the header ID were
 // absent. H = header ID, R = body ID, B = the ID the broker returns.

@@ -2,7 +2,7 @@ package samples
 
 import "github.com/kidscope/kidscope/samples/netsim"
 
-// Telemetry rules (RULES.md §4) and the broker classification (§5) that
+// Telemetry rules (docs/design/rules.md §4) and the broker classification (§5) that
 // needs more than one answer.
 
 // telemetryClient is an old client (no header IDs) that gets telemetry ID x
@@ -56,6 +56,7 @@ func telemetryScenarios() []Scenario {
 	t, kt := uid(311), uid(312)
 	u, v, xm := uid(313), uid(314), uid(315)
 	r1, r2, r3 := uid(316), uid(317), uid(318)
+	te, jv, jw := uid(319), uid(320), uid(321)
 
 	return []Scenario{
 		{
@@ -114,6 +115,54 @@ func telemetryScenarios() []Scenario {
 				{Client: ep("10.0.1.44:45540"), Broker: broker2, ClientID: "billing-producer", Steps: []Step{
 					apiVersions(NoTag),
 					pushV0(NoTag, xu, false, 1, errNone),
+				}},
+			},
+		},
+		{
+			Name: "tel-push-after-terminating-echoed",
+			Description: "after its terminating push the client asks again naming its ID (answered NONE, the ID echoed, as Apache Kafka answers) and pushes: " +
+				"broker1 still rejects the push (INVALID_REQUEST), a push after terminating rather than a valid request rejected; " +
+				"then it pushes for the ID to broker2, which accepts it (Apache keeps the terminating state per broker): still a push after terminating",
+			Format: netsim.PcapNG, Seed: 319,
+			Brokers: []Broker{{broker1, Unknown}, {broker2, Unknown}},
+			Conns: append(telemetryClient("10.0.1.48:41210", te,
+				pushV0(NoTag, te, false, 1, errNone).after(30*second),
+				pushV0(NoTag, te, true, 2, errNone).after(4*second),
+				gtsV0(NoTag, te, te).after(second),
+				pushV0(NoTag, te, false, 3, errInvalidRequest).after(second).find("telemetry-push-after-terminating")),
+				Conn{Client: ep("10.0.1.48:41226"), Broker: broker2, ClientID: "orders-producer", Steps: []Step{
+					apiVersions(NoTag).after(second),
+					pushV0(NoTag, te, false, 4, errNone).find("telemetry-push-after-terminating"),
+				}}),
+		},
+		{
+			Name: "tel-push-unknown-id-live",
+			Description: "a capture on a broker host that started after its clients: a Java-like client, which asks once and then only pushes, " +
+				"pushes three times on a connection open before the capture (one finding for the ID, info) and then to broker2 on a new connection (counted in it); " +
+				"another client's exchange with broker1 makes its ID known to broker2",
+			Format: netsim.PcapNG, Seed: 320,
+			Brokers: []Broker{{broker1, Unknown}, {broker2, Unknown}},
+			Conns: []Conn{
+				{Client: ep("10.0.1.49:50110"), Broker: broker1, ClientID: "orders-producer", MidStream: true, FirstCorr: 230,
+					Finds: []Find{{Rule: "stream-mid-start"}},
+					Steps: []Step{
+						pushV0(NoTag, jv, false, 1, errNone).findInfo("telemetry-push-unknown-id"),
+						pushV0(NoTag, jv, false, 2, errNone).after(30 * second),
+						pushV0(NoTag, jv, false, 3, errNone).after(30 * second),
+					}},
+				{Client: ep("10.0.1.49:50142"), Broker: broker2, ClientID: "orders-producer", Steps: []Step{
+					apiVersions(NoTag).after(5 * second),
+					metadata(NoTag, "orders"),
+					pushV0(NoTag, jv, false, 4, errNone).after(25 * second),
+				}},
+				{Client: ep("10.0.1.50:37702"), Broker: broker1, ClientID: "billing-producer", Steps: []Step{
+					apiVersions(NoTag),
+					metadata(NoTag, "billing"),
+					gtsV0(NoTag, ZERO, jw),
+				}},
+				{Client: ep("10.0.1.50:37730"), Broker: broker2, ClientID: "billing-producer", Steps: []Step{
+					apiVersions(NoTag),
+					pushV0(NoTag, jw, false, 1, errNone),
 				}},
 			},
 		},

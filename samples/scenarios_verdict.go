@@ -8,7 +8,7 @@ import (
 	"github.com/kidscope/kidscope/samples/netsim"
 )
 
-// Broker verdicts (RULES.md §5) from the answers of APIs whose bodies the
+// Broker verdicts (docs/design/rules.md §5) from the answers of APIs whose bodies the
 // rules do not otherwise read: the top-level ErrorCode where the version
 // has one, else the codes nested per topic, partition or group. In each,
 // client P on broker1 (knows KIP-1313) and client Q on broker2 (does not)
@@ -192,6 +192,22 @@ func verdictScenarios() []Scenario {
 					produceParts(Tag(uid(453)), 9, "metrics", 1).acks(0),
 					produceParts(Tag(uid(453)), 9, "metrics", 1).acks(0),
 					metadata(Tag(uid(453)), "metrics"),
+				}},
+			},
+		},
+		{
+			Name: "vrd-explained-rejection",
+			Description: "a seed client sends a changed header ID on a PushTelemetry v0 whose body ID is ZERO and on a ConsumerGroupHeartbeat v1 with an empty member ID: " +
+				"broker2, which does not know KIP-1313, rejects both with INVALID_REQUEST for those reasons, as Apache Kafka does: no evidence that it enforces KIP-1313",
+			Format: netsim.PcapNG, Seed: 408,
+			Brokers: []Broker{{broker2, Unknown}},
+			Conns: []Conn{
+				{Client: ep("10.0.1.76:47702"), Broker: broker2, ClientID: "orders-app", Profile: Seed, Steps: []Step{
+					apiVersions(Tag(uid(454))).label("est"),
+					metadata(Tag(uid(454)), "orders"),
+					pushV0(Tag(uid(455)), ZERO, false, 1, errInvalidRequest).find("header-id-changed", "est"),
+					cghRejected(Tag(uid(455)), 1, cgroup, "", 0, errInvalidRequest, "MemberId can't be empty.").
+						find("header-id-changed", "est").find("heartbeat-member-id-empty"),
 				}},
 			},
 		},

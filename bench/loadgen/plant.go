@@ -11,7 +11,7 @@ import (
 // plant is one planted violation: a client instance of its own, with one
 // connection, that opens once the file reaches the fraction at of its
 // target size and, after a normal setup, sends the one request a rule of
-// RULES.md finds wrong. Everything else it does is clean, so the finding
+// docs/design/rules.md finds wrong. Everything else it does is clean, so the finding
 // is the only one it causes.
 type plant struct {
 	rule, severity string

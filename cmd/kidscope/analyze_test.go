@@ -73,7 +73,7 @@ func str(p *string) string {
 // TestAnalyzeSamples runs the built binary on every committed scenario and
 // requires exactly the scenario's expected findings (rule, severity,
 // client, broker, frame), the profile of every connection and the verdict
-// of every broker. The expectations were written from RULES.md by the
+// of every broker. The expectations were written from docs/design/rules.md by the
 // scenario generator, not from the engine's output.
 func TestAnalyzeSamples(t *testing.T) {
 	exps, _ := filepath.Glob("../../samples/captures/*.expect.json")

@@ -14,7 +14,7 @@ import (
 	"github.com/kidscope/kidscope/report"
 )
 
-// Exit codes, as CLI.md defines them.
+// Exit codes, as docs/design/cli.md defines them.
 const (
 	exitOK          = 0
 	exitFindings    = 1

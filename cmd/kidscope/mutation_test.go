@@ -24,7 +24,7 @@ import (
 // wrong input is damaged, goes through `kidscope analyze` and `kidscope
 // frames`. Whatever the bytes, kidscope must end with exit code 0, 1 or 2,
 // never panic, stay within a memory bound, and on exit 2 say what is wrong
-// in one line per problem that names the file (CLI.md, "Bad input").
+// in one line per problem that names the file (docs/design/cli.md, "Bad input").
 //
 // The mutations are deterministic (seeded by the file's name and the
 // round), so a failure is reproduced by running the test again; the failing

@@ -71,7 +71,7 @@ func TestRulesExplainEveryRule(t *testing.T) {
 				t.Errorf("rules %s: no %q in\n%s", r.ID, w, out)
 			}
 		}
-		for _, bad := range []string{"RULES.md", "shared/", "§"} {
+		for _, bad := range []string{"docs/design/rules.md", "shared/", "§"} {
 			if strings.Contains(out, bad) {
 				t.Errorf("rules %s: %q points at a document users do not have:\n%s", r.ID, bad, out)
 			}

@@ -229,7 +229,7 @@ type framesJSONDoc struct {
 	Summary       map[string]json.RawMessage   `json:"summary"`
 }
 
-// frameRecordFields are the names CLI.md gives a frames record.
+// frameRecordFields are the names docs/design/cli.md gives a frames record.
 var frameRecordFields = []string{"file", "frame", "client", "broker", "direction", "api_key", "api_name",
 	"api_version", "correlation_id", "client_id", "instance_id", "error_code"}
 

@@ -28,49 +28,7 @@ var oldSpec = regexp.MustCompile(`\b(?:RULES|PROTOCOL|ARCHITECTURE|CLI)\.md\b`)
 // rewrites their citations to docs/design/ mechanically and then empties this
 // list. A file may leave the list, never join it: the test fails for a file
 // on the list that no longer cites them, so the list only shrinks.
-var pendingRewrite = []string{
-	"bench/loadgen/plant.go",
-	"cmd/kidscope/analyze_test.go",
-	"cmd/kidscope/main.go",
-	"cmd/kidscope/mutation_test.go",
-	"cmd/kidscope/rules_cmd_test.go",
-	"cmd/kidscope/synthetic_test.go",
-	"decode/answers.go",
-	"fleet/doc.go",
-	"fleet/merge.go",
-	"internal/realtraffic/expect_test.go",
-	"report/analysis.go",
-	"report/analysis_table.go",
-	"report/analysis_test.go",
-	"report/rules_test.go",
-	"rules/broker.go",
-	"rules/catalog.go",
-	"rules/catalog_test.go",
-	"rules/doc.go",
-	"rules/engine.go",
-	"rules/engine_test.go",
-	"rules/evidence.go",
-	"rules/group.go",
-	"rules/header.go",
-	"rules/inventory.go",
-	"rules/observe.go",
-	"rules/result.go",
-	"rules/stream.go",
-	"rules/telemetry.go",
-	"samples/doc.go",
-	"samples/expect.go",
-	"samples/expect_test.go",
-	"samples/frames_test.go",
-	"samples/rules.go",
-	"samples/samples_test.go",
-	"samples/scenario.go",
-	"samples/scenarios_group.go",
-	"samples/scenarios_header.go",
-	"samples/scenarios_stream.go",
-	"samples/scenarios_table.go",
-	"samples/scenarios_telemetry.go",
-	"samples/scenarios_verdict.go",
-}
+var pendingRewrite = []string{}
 
 var (
 	// designFile is any mention of a file under docs/design/.

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // expectation is a capture's hand-written NAME.expect.json: what the capture
-// must show, written from RULES.md and from what the client and the broker
+// must show, written from docs/design/rules.md and from what the client and the broker
 // do on the wire, not from kidscope's output.
 type expectation struct {
 	Scenario string `json:"scenario"`
@@ -76,7 +76,7 @@ type expectation struct {
 	// ClientKind is what every connection must be: "old" (sends no
 	// header IDs) or "new".
 	ClientKind string `json:"client_kind"`
-	// BrokerVerdict is the KIP-1313 verdict (RULES.md §5) every broker in
+	// BrokerVerdict is the KIP-1313 verdict (docs/design/rules.md §5) every broker in
 	// the capture must get.
 	BrokerVerdict string `json:"broker_verdict"`
 	// Findings are the error and warning findings the capture deserves;
