@@ -291,7 +291,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 			return &exitError{code: exitBadInput, err: err}
 		}
 	}
-	if err := plan.drop(rotateIn); err != nil {
+	// From here on live is the -Z user with no capability, shut in to
+	// what it still needs (confine.go).
+	if err := confineLive(cmd, plan, rotateIn, lf.write, pub != nil); err != nil {
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
 	}
