@@ -17,14 +17,21 @@ import (
 	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
-// Apply confines the process as p says, in this order: the capability
-// bounding set emptied (only while a capability allows it), p.Become, the
-// permitted, effective, inheritable and ambient capabilities cleared,
-// no_new_privs, Landlock, seccomp. Each step covers every thread. An error
-// is a step the kernel refused although it has the means; a kernel without
-// Landlock or seccomp is not an error (Result.Missing).
+// Apply confines the process as p says, in this order: the Landlock
+// ruleset made (its paths are opened by the user the process still is,
+// root), the capability bounding set emptied (only while a capability
+// allows it), p.Become, the permitted, effective, inheritable and ambient
+// capabilities cleared, no_new_privs, the ruleset enforced, seccomp. Each
+// step covers every thread. An error is a step the kernel refused although
+// it has the means; a kernel without Landlock or seccomp is not an error
+// (Result.Missing).
 func Apply(p Policy) (Result, error) {
 	var res Result
+	ruleset, err := newRuleset(p)
+	if err != nil {
+		return res, fmt.Errorf("confine: landlock: %w", err)
+	}
+	defer ruleset.close()
 	if err := dropBoundingSet(); err != nil {
 		return res, err
 	}
@@ -39,14 +46,13 @@ func Apply(p Policy) (Result, error) {
 	if _, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
 		return res, fmt.Errorf("confine: no_new_privs: %w", errno)
 	}
-	abi, err := applyLandlock(p)
-	switch {
-	case err != nil:
+	if err := ruleset.enforce(); err != nil {
 		return res, fmt.Errorf("confine: landlock: %w", err)
-	case abi == 0:
+	}
+	if ruleset.abi == 0 {
 		res.Missing = append(res.Missing, "this kernel has no Landlock (Linux 5.13 or later with landlock among the LSMs): the files live may open are not confined")
 	}
-	res.LandlockABI = abi
+	res.LandlockABI = ruleset.abi
 	if !seccompSupported {
 		res.Missing = append(res.Missing, "no seccomp filter for this architecture: the system calls live may make are not confined")
 	} else if err := applySeccomp(); errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
@@ -119,13 +125,23 @@ const (
 	readRights = ll.AccessFSReadFile | ll.AccessFSReadDir
 )
 
-// applyLandlock restricts every thread to p's files, no TCP bind, TCP
-// connect only with p.Connect, and no signal or abstract socket outside
-// the process. It returns the ABI enforced, 0 when the kernel has none.
-func applyLandlock(p Policy) (int, error) {
+// ruleset is a Landlock ruleset made and not yet enforced.
+type ruleset struct {
+	fd    int // -1: nothing to enforce
+	flags uint32
+	abi   int // the kernel's ABI version, 0 without Landlock
+}
+
+// newRuleset makes the ruleset for p: every thread restricted to p's
+// files, no TCP bind, TCP connect only with p.Connect, and no signal or
+// abstract socket outside the process. Each path is opened now, by the
+// user the process still is: the -Z user may not be able to reach the
+// --write directory by name (it writes there through the file opened
+// before, and the rotated files by the ruleset's grant).
+func newRuleset(p Policy) (*ruleset, error) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return 0, nil
+		return &ruleset{fd: -1}, nil
 	}
 	cfg := landlock.V11.BestEffort()
 	if p.Connect {
@@ -134,7 +150,9 @@ func applyLandlock(p Policy) (int, error) {
 		// publisher resolves its brokers' names.
 		cfg.HandledAccessNet &^= ll.AccessNetConnectSendUDP
 	}
-	var rules []landlock.Rule
+	// libpsx, which enforces the ruleset on every thread below ABI 8,
+	// lists the process's threads after it (go-landlock issue 39).
+	rules := []landlock.Rule{landlock.PathAccess(ll.AccessFSReadDir, fmt.Sprintf("/proc/%d/task", os.Getpid()))}
 	for _, d := range p.WriteDirs {
 		rules = append(rules, landlock.PathAccess(writeRights, d))
 	}
@@ -144,10 +162,31 @@ func applyLandlock(p Policy) (int, error) {
 	for _, f := range p.ReadFiles {
 		rules = append(rules, landlock.PathAccess(ll.AccessFSReadFile, f).IgnoreIfMissing())
 	}
-	if err := cfg.Restrict(rules...); err != nil {
-		return 0, err
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return nil, err
 	}
-	return min(abi, 11), nil
+	return &ruleset{fd: fd, flags: flags, abi: abi}, nil
+}
+
+// enforce restricts every thread to the ruleset: in one call from ABI 8
+// (TSYNC), through libpsx before. no_new_privs must be set on every
+// thread already.
+func (r *ruleset) enforce() error {
+	if r.fd < 0 {
+		return nil
+	}
+	if r.abi >= 8 {
+		return ll.LandlockRestrictSelf(r.fd, r.flags|ll.FlagRestrictSelfTSync)
+	}
+	return ll.AllThreadsLandlockRestrictSelf(r.fd, r.flags)
+}
+
+func (r *ruleset) close() {
+	if r.fd >= 0 {
+		unix.Close(r.fd)
+		r.fd = -1
+	}
 }
 
 // ProcReads are the /proc entries a process reads about itself: its
