@@ -212,7 +212,7 @@ func collectSecrets(br *bufio.Reader) ([]secretsBlock, error) {
 		if total += size; total > maxCopiedSecrets {
 			return nil, fmt.Errorf("the decryption secrets are over %d MiB: too many to move ahead of the packets", maxCopiedSecrets>>20)
 		}
-		out = append(out, secretsBlock{order.Uint32(b[8:12]), append([]byte(nil), b[16:16+size]...)})
+		out = append(out, secretsBlock{typ: order.Uint32(b[8:12]), data: append([]byte(nil), b[16:16+size]...)})
 	}
 }
 

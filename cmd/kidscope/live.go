@@ -189,12 +189,18 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		rotateIn = filepath.Dir(lf.write)
 	}
 	var rec *capture.Recorder
+	var status *statusLine // made below; the Recorder's warnings clear it
 	if lf.write != "" {
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
 		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force,
-			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName()}); err != nil {
+			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName(),
+			Warn: func(err error) {
+				// A full disk: the capture and the findings go on.
+				status.clear()
+				fmt.Fprintln(os.Stderr, "kidscope: warning:", report.SafeText(err.Error()))
+			}}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 		if lf.writeSecrets {
@@ -243,7 +249,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
-	status := newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
+	status = newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
 	// ndjson is a stream: its finding objects and the report's objects
 	// after them are one stream on stdout. Every other format is one
 	// document, which nothing else may precede on stdout (a json.load of
@@ -353,6 +359,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	}
 	if rec != nil {
 		sum.Files = rec.Files()
+		if n, stopped := rec.Unwritten(); stopped != nil {
+			sum.Problems = append(sum.Problems, fmt.Errorf("--write: %d frames captured were not written: %w", n, stopped))
+		}
 	} else {
 		sum.Files = names
 	}
@@ -500,7 +509,7 @@ func (s *statusLine) show(text func(width int) string) {
 }
 
 func (s *statusLine) clear() {
-	if s.on && s.shown {
+	if s != nil && s.on && s.shown {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
