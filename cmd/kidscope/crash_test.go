@@ -272,3 +272,39 @@ func TestLiveFullDisk(t *testing.T) {
 	}
 	t.Logf("tmpfs of 256 KiB: x.pcapng holds %d frames (%d bytes), %d captured frames not written", frames, len(b), unwritten)
 }
+
+// TestAnnotateFullDisk: analyze --annotate and --extract onto a disk too
+// small for them fail with one line each and leave nothing under the
+// outputs' names (each is written under a temporary name and renamed
+// when whole), nor a temporary file.
+func TestAnnotateFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root, which CI has")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=24k", "kidscope-full", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	annotated, extracts := filepath.Join(dir, "a.pcapng"), filepath.Join(dir, "x")
+	_, stderr, code := runKidscope(t, "analyze", "-p", "auto", "-o", "json", "--fail-on", "never",
+		"--annotate", annotated, "--extract", extracts, filepath.Join("..", "..", "samples", "captures", "net-tso.pcap"))
+	if code != exitBadInput {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, exitBadInput, stderr)
+	}
+	for _, out := range []string{annotated, filepath.Join(extracts, "finding-1-")} {
+		if !strings.Contains(stderr, " to "+out) || !strings.Contains(stderr, "no space left on device (nothing is left under that name)") {
+			t.Errorf("no line says %s could not be written; stderr:\n%s", out, stderr)
+		}
+	}
+	var left []string
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, path)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("left on the full disk: %v", left)
+	}
+}
