@@ -21,7 +21,8 @@ import (
 // ruleset made (its paths are opened by the user the process still is,
 // root), the capability bounding set emptied (only while a capability
 // allows it), p.Become, the permitted, effective, inheritable and ambient
-// capabilities cleared, no_new_privs, the ruleset enforced, seccomp. Each
+// capabilities cleared, no_new_privs, not dumpable, the ruleset enforced,
+// seccomp. Each
 // step covers every thread. An error is a step the kernel refused although
 // it has the means; a kernel without Landlock or seccomp is not an error
 // (Result.Missing).
@@ -45,6 +46,14 @@ func Apply(p Policy) (Result, error) {
 	}
 	if _, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); errno != 0 {
 		return res, fmt.Errorf("confine: no_new_privs: %w", errno)
+	}
+	// No core dump (it would hold what was captured, passwords included)
+	// and no ptrace or /proc/PID/mem for other processes of the same
+	// user; a setuid from root does this already, a unit that starts
+	// live as its user with a capability does not. The flag is the
+	// process's, not a thread's.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return res, fmt.Errorf("confine: not dumpable: %w", err)
 	}
 	if err := ruleset.enforce(); err != nil {
 		return res, fmt.Errorf("confine: landlock: %w", err)
