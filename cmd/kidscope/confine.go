@@ -43,7 +43,7 @@ func confineLive(cmd *cobra.Command, plan *dropPlan, rotateIn, write string, pub
 	}
 	// The local time zone, read from /etc/localtime at its first use,
 	// which would come after and find nothing.
-	time.Now().Zone()
+	_, _ = time.Now().Zone()
 	res, err := confine.Apply(p)
 	if err != nil {
 		return err
