@@ -78,9 +78,13 @@ never makes the capture wait: records past --publish-buffer, or not delivered in
 dropped and counted (status line, metrics, the last line on stderr).
 
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
-being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
+being root: it runs as the -Z user, nobody by default (-Z root keeps uid 0). The open socket
 and file keep working; the files --write-max-size rotates to are created by that user, so
-their directory must be one it may write (live checks before it starts).
+their directory must be one it may write (live checks before it starts). It then keeps no
+capability and shuts itself in where the kernel allows (no_new_privs, Landlock, seccomp): it
+may write only in the --write directory, run no program, and make no TCP connection but to
+--publish (docs/confinement.md). A full disk stops the --write file at its last whole frame,
+says so, and the capture goes on.
 
 -G/--write-rotate-every rotates by time (1h; a plain number is seconds, as tcpdump -G),
 at the first frame or status tick after the period. -W/--write-files N keeps a ring of N
