@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/google/uuid v1.6.0
 	github.com/gopacket/gopacket v1.7.7
+	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/owenrumney/go-sarif/v3 v3.3.1
 	github.com/prometheus/client_golang v1.25.0
@@ -22,6 +23,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 )
 
 require (

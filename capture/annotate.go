@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"unicode/utf8"
@@ -33,7 +34,7 @@ type AnnotateOptions struct {
 	// its packets (Wireshark uses one only for the handshakes after it);
 	// without it they are dropped: key material is a secret.
 	Secrets bool
-	// Force replaces an output file that exists (createFile).
+	// Force replaces an output file that exists (createWhole).
 	Force bool
 	// Keep, when set, chooses the frames copied (analyze --extract): the
 	// others are left out, every interface description stays, so that
@@ -100,7 +101,7 @@ func Annotate(in, out string, opt AnnotateOptions) (AnnotateStats, error) {
 			return st, fmt.Errorf("annotate %s: %w", in, err)
 		}
 	}
-	f, err := createFile(out, opt.Force)
+	f, err := createWhole(out, opt.Force)
 	if err != nil {
 		return st, err
 	}
@@ -114,10 +115,16 @@ func Annotate(in, out string, opt AnnotateOptions) (AnnotateStats, error) {
 	if e := bw.Flush(); err == nil {
 		err = e
 	}
-	if e := f.Close(); err == nil {
-		err = e
-	}
 	if err != nil {
+		f.abort()
+		// The temporary name is nothing to the user: the output's is.
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Path == f.Name() {
+			err = pe.Err
+		}
+		return st, fmt.Errorf("annotate %s to %s: %w (nothing is left under that name)", in, out, err)
+	}
+	if err := f.commit(); err != nil {
 		return st, fmt.Errorf("annotate %s to %s: %w", in, out, err)
 	}
 	for n := range opt.Frames {
@@ -212,7 +219,7 @@ func collectSecrets(br *bufio.Reader) ([]secretsBlock, error) {
 		if total += size; total > maxCopiedSecrets {
 			return nil, fmt.Errorf("the decryption secrets are over %d MiB: too many to move ahead of the packets", maxCopiedSecrets>>20)
 		}
-		out = append(out, secretsBlock{order.Uint32(b[8:12]), append([]byte(nil), b[16:16+size]...)})
+		out = append(out, secretsBlock{typ: order.Uint32(b[8:12]), data: append([]byte(nil), b[16:16+size]...)})
 	}
 }
 

@@ -1,16 +1,13 @@
 package capture
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,7 +54,7 @@ type Recorder struct {
 	index   int // of the file being written, from 0
 	frame   int64
 	f       *os.File
-	bw      *bufio.Writer
+	bf      *blockFile
 	w       *pcapgo.NgWriter
 	size    int64
 	names   []string
@@ -68,21 +65,42 @@ type Recorder struct {
 	secrets     []secretsBlock
 	secretsKept int
 	// Secrets blocks written after the current file's first frame: at
-	// close they are moved ahead of its frames (reorder), for Wireshark
-	// reads a secrets block only for the handshakes after it. late holds
-	// their data, within maxLateSecrets; start is where the first frame
-	// began.
+	// close their text is moved ahead of its frames (moveSecretsAhead),
+	// for Wireshark reads a secrets block only for the handshakes after
+	// it. late holds their data and where each block is, within
+	// maxLateSecrets.
 	late        []secretsBlock
 	lateBytes   int64
 	lateTooMany bool
-	start       int64
-	seekable    bool
+	// room is where the block kept for them is, ahead of the first frame
+	// (-1: none), roomSize its size, and nextRoom the size the next file
+	// keeps (twice the late secrets of the last, within bounds).
+	room, roomSize, nextRoom int64
+	seekable                 bool
+	// stopped is why the Recorder stopped writing (a full disk), nil
+	// while it writes; unwritten counts the frames captured that no file
+	// holds since.
+	stopped   error
+	unwritten int64
+	warn      func(error)
 }
 
 type secretsBlock struct {
 	typ  uint32
 	data []byte
+	at   int64 // where the block is in the file (late blocks only)
 }
+
+// ngRoom is the type of the block kept ahead of a file's frames for its
+// late secrets: a type of the range pcapng keeps for local use, which
+// readers skip (tshark and kidscope do), turned into a decryption secrets
+// block when the file closes.
+const ngRoom = 0x8000_4b53
+
+// The room a file keeps for its late secrets: 64 KiB (some 60 TLS 1.3
+// connections' keys), and twice what the last file needed, up to
+// maxLateSecrets.
+const minRoom = 64 << 10
 
 // maxSecretsBlock is the largest decryption secrets block written: the
 // reader refuses blocks over maxBlock.
@@ -120,12 +138,17 @@ type RecordOptions struct {
 	// Start is when the capture began (the first file's start and the
 	// statistics' isb_starttime); the zero time is now.
 	Start time.Time
+	// Warn, when set, is told what went wrong with the files while the
+	// capture went on: writing stopped (a full disk: the file was cut at
+	// its last whole block and closed; Unwritten counts what followed),
+	// or a file's late secrets could not be moved ahead of its frames.
+	Warn func(error)
 }
 
 // NewRecorder creates the first file.
 func NewRecorder(path string, link layers.LinkType, snaplen int, opt RecordOptions) (*Recorder, error) {
 	r := &Recorder{base: path, link: link, snaplen: snaplen, max: opt.MaxSize, force: opt.Force,
-		every: opt.RotateEvery, ring: opt.MaxFiles, began: opt.Start, created: map[string]fs.FileInfo{}}
+		every: opt.RotateEvery, ring: opt.MaxFiles, began: opt.Start, created: map[string]fs.FileInfo{}, warn: opt.Warn}
 	if r.began.IsZero() {
 		r.began = time.Now()
 	}
@@ -186,8 +209,8 @@ func (r *Recorder) open(start time.Time) error {
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		r.created[name] = fi
 	}
-	r.f, r.bw = f, bufio.NewWriterSize(f, 1<<20)
-	r.w, err = pcapgo.NewNgWriterInterface(r.bw, r.iface,
+	r.f, r.bf = f, newBlockFile(f)
+	r.w, err = pcapgo.NewNgWriterInterface(r.bf, r.iface,
 		pcapgo.NgWriterOptions{SectionInfo: pcapgo.NgSectionInfo{Application: "kidscope live"}})
 	if err != nil {
 		f.Close()
@@ -197,17 +220,34 @@ func (r *Recorder) open(start time.Time) error {
 		r.deadline = start.Add(r.every)
 	}
 	r.frame, r.size = 0, 0
-	r.late, r.lateBytes, r.lateTooMany, r.start = nil, 0, false, 0
+	r.late, r.lateBytes, r.lateTooMany, r.room, r.roomSize = nil, 0, false, -1, 0
 	if fi, err := f.Stat(); err == nil {
 		r.seekable = fi.Mode().IsRegular()
 	}
 	r.names = append(r.names, name)
 	for _, b := range r.secrets {
-		if err := r.writeSecrets(b.typ, b.data); err != nil {
+		if _, err := r.writeSecrets(b.typ, b.data); err != nil {
 			return err
 		}
 	}
+	// The header on disk at once: a file of no frames yet is a capture
+	// file all the same.
+	if err := r.push(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := r.bf.flush(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
 	return nil
+}
+
+// push hands what the pcapng writer holds, which ends with a whole block,
+// to the block file.
+func (r *Recorder) push() error {
+	if err := r.w.Flush(); err != nil {
+		return err
+	}
+	return r.bf.mark(r.frame)
 }
 
 // WriteSecrets writes a decryption secrets block (pcapng's DSB; typ is
@@ -216,6 +256,9 @@ func (r *Recorder) open(start time.Time) error {
 // file a rotation opens. Only live --write-secrets calls it: the key
 // material is a secret, and the files are 0600 for what they already hold.
 func (r *Recorder) WriteSecrets(typ uint32, data []byte) error {
+	if r.stopped != nil {
+		return nil
+	}
 	for len(data) > 0 {
 		n := len(data)
 		if n > maxSecretsBlock {
@@ -227,22 +270,24 @@ func (r *Recorder) WriteSecrets(typ uint32, data []byte) error {
 		}
 		chunk := bytes.Clone(data[:n])
 		data = data[n:]
-		if r.frame > 0 {
-			r.lateBytes += int64(blockSize(chunk))
-			if r.lateBytes <= maxLateSecrets {
-				r.late = append(r.late, secretsBlock{typ, chunk})
-			} else {
-				r.lateTooMany = true
-			}
-		}
-		r.secrets = append(r.secrets, secretsBlock{typ, chunk})
+		r.secrets = append(r.secrets, secretsBlock{typ: typ, data: chunk})
 		r.secretsKept += len(chunk)
 		for r.secretsKept > maxKeptSecrets && len(r.secrets) > 1 {
 			r.secretsKept -= len(r.secrets[0].data)
 			r.secrets = r.secrets[1:]
 		}
-		if err := r.writeSecrets(typ, chunk); err != nil {
-			return err
+		at, err := r.writeSecrets(typ, chunk)
+		if err != nil {
+			r.stop(err)
+			return r.stopped
+		}
+		if r.frame > 0 {
+			r.lateBytes += int64(blockSize(chunk))
+			if r.lateBytes <= maxLateSecrets {
+				r.late = append(r.late, secretsBlock{typ, chunk, at})
+			} else {
+				r.lateTooMany = true
+			}
 		}
 	}
 	return nil
@@ -253,16 +298,18 @@ func blockSize(data []byte) int { return 20 + (len(data)+3)&^3 }
 
 // writeSecrets writes one decryption secrets block into the current file,
 // after what the pcapng writer holds.
-func (r *Recorder) writeSecrets(typ uint32, data []byte) error {
+func (r *Recorder) writeSecrets(typ uint32, data []byte) (at int64, err error) {
 	if err := r.w.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+		return 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
 	}
 	b := dsbBlock(typ, data)
-	if _, err := r.bw.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
-	}
+	at = r.bf.size()
+	_, _ = r.bf.Write(b) // held in memory: it cannot fail
 	r.size += int64(len(b))
-	return nil
+	if err := r.bf.mark(r.frame); err != nil {
+		return 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+	}
+	return at, nil
 }
 
 // dsbBlock is the decryption secrets block that holds data, little-endian
@@ -309,10 +356,17 @@ func (r *Recorder) rotate(start time.Time) error {
 }
 
 // Write records one frame and returns the file index and the frame number
-// it has there.
+// it has there. Once writing has stopped (Unwritten) the frame is counted
+// and not written: its number is 0, for no file holds it. The error is
+// always nil: a file that cannot be written stops the recording, which
+// Warn is told, and the capture goes on.
 func (r *Recorder) Write(ci gopacket.CaptureInfo, data []byte) (file int, frame int64, err error) {
 	if ci.Timestamp.After(r.last) {
 		r.last = ci.Timestamp
+	}
+	if r.stopped != nil {
+		r.unwritten++
+		return r.index, 0, nil
 	}
 	switch {
 	case r.frame == 0:
@@ -321,25 +375,80 @@ func (r *Recorder) Write(ci gopacket.CaptureInfo, data []byte) (file int, frame 
 	case r.every > 0 && !ci.Timestamp.Before(r.deadline):
 		err = r.rotate(r.nextStart(ci.Timestamp))
 	}
-	if err != nil {
-		return 0, 0, err
+	if err != nil || r.stopped != nil {
+		r.stop(err)
+		r.unwritten++
+		return r.index, 0, nil
 	}
 	ci.InterfaceIndex = 0
 	ci.AncillaryData = nil
-	if r.frame == 0 && r.seekable {
-		if err := r.Flush(); err != nil {
-			return 0, 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
-		}
-		if r.start, err = r.f.Seek(0, io.SeekCurrent); err != nil {
-			r.seekable = false
-		}
+	if r.frame == 0 && r.seekable && len(r.secrets) > 0 {
+		r.keepRoom()
 	}
 	if err := r.w.WritePacket(ci, data); err != nil {
-		return 0, 0, fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+		r.stop(err)
+		r.unwritten++
+		return r.index, 0, nil
 	}
 	r.frame++
 	r.size += int64(len(data)) + 32 // the enhanced packet block's own bytes
+	if err := r.push(); err != nil {
+		frame := r.frame
+		r.stop(err)
+		if frame > r.frame {
+			return r.index, 0, nil // cut off with the blocks after the last whole one
+		}
+	}
 	return r.index, r.frame, nil
+}
+
+// stop ends the recording after err (a full disk): the current file is
+// closed where its last whole block ends, the frames it lost are counted
+// unwritten, and Warn is told once. Frames captured after are counted,
+// not written.
+func (r *Recorder) stop(err error) {
+	if r.stopped != nil {
+		return
+	}
+	if err == nil {
+		err = errors.New("the recording stopped")
+	}
+	name := r.names[len(r.names)-1]
+	if r.f != nil {
+		lost := r.frame - r.bf.frames
+		r.unwritten += lost
+		r.frame = r.bf.frames
+		r.f.Close()
+		r.f = nil
+	}
+	if !strings.Contains(err.Error(), name) {
+		err = fmt.Errorf("write %s: %w", name, err)
+	}
+	r.stopped = &StoppedError{Err: err, File: name, Frames: r.frame}
+	if r.warn != nil {
+		r.warn(r.stopped)
+	}
+}
+
+// StoppedError says why a Recorder stopped writing and where: File ends
+// with its frame Frames, the last whole one the disk took.
+type StoppedError struct {
+	Err    error
+	File   string
+	Frames int64
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("%v: the recording stopped; %s ends at its last whole frame (%d)", e.Err, e.File, e.Frames)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }
+
+// Unwritten returns the frames captured that no file holds, and why:
+// nil while the Recorder writes every frame.
+func (r *Recorder) Unwritten() (int64, *StoppedError) {
+	se, _ := r.stopped.(*StoppedError)
+	return r.unwritten, se
 }
 
 // nextStart is when the file that follows the current one at time t
@@ -360,14 +469,18 @@ func (r *Recorder) Tick(now time.Time) error {
 	if now.After(r.last) {
 		r.last = now
 	}
-	if r.every <= 0 || r.f == nil || now.Before(r.deadline) {
+	if r.every <= 0 || r.f == nil || r.stopped != nil || now.Before(r.deadline) {
 		return nil
 	}
 	if r.frame == 0 {
 		r.deadline = now.Add(r.every)
 		return nil
 	}
-	return r.rotate(r.nextStart(now))
+	if err := r.rotate(r.nextStart(now)); err != nil {
+		r.stop(err)
+		return r.stopped
+	}
+	return nil
 }
 
 // Files are the paths written so far, in order, one for each file index
@@ -404,100 +517,144 @@ func (r *Recorder) writeStats() error {
 		PacketsReceived: uint64(max(recv, 0)), PacketsDropped: uint64(max(drop, 0))})
 }
 
+// closeFile ends the current file with its statistics, writes it out and
+// syncs it to disk (a rotated file is then whole even after a power cut),
+// and moves its late secrets ahead of its frames. A file that cannot be
+// written whole stops the recording (stop).
 func (r *Recorder) closeFile() error {
 	if r.f == nil {
 		return nil
 	}
 	err := r.writeStats()
-	if e := r.w.Flush(); err == nil {
-		err = e
+	if err == nil {
+		err = r.push()
 	}
-	if e := r.bw.Flush(); err == nil {
-		err = e
+	if err == nil {
+		err = r.bf.flush()
 	}
-	if err == nil && len(r.late) > 0 {
-		err = r.reorder()
+	if err == nil && r.seekable {
+		err = r.f.Sync()
 	}
-	if e := r.f.Close(); err == nil {
-		err = e
+	if err != nil {
+		r.stop(err)
+		return r.stopped
 	}
+	name := r.names[len(r.names)-1]
+	if len(r.late) > 0 && r.room >= 0 {
+		if err := r.moveSecretsAhead(); err != nil && r.warn != nil {
+			r.warn(fmt.Errorf("%s: its late decryption secrets stay after the frames they decrypt (kidscope reads them there; Wireshark needs editcap --inject-secrets): %w", name, err))
+		}
+	}
+	if r.room >= 0 {
+		r.nextRoom = min(max(2*r.lateBytes, minRoom), maxLateSecrets)
+	}
+	err = r.f.Close()
 	r.f = nil
 	if err != nil {
-		return fmt.Errorf("write %s: %w", r.names[len(r.names)-1], err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	return nil
 }
 
-// reorder moves the secrets blocks written after the file's first frame
-// ahead of its frames, in place: every other block moves toward the end by
-// the size of the secrets blocks that followed it, walked from the end so
-// that nothing is overwritten before it is read. A stream, or a file whose
-// late secrets passed maxLateSecrets, is left as it is (kidscope reads
-// secrets wherever they are; Wireshark would need editcap --inject-secrets).
-func (r *Recorder) reorder() error {
-	if !r.seekable || r.lateTooMany {
-		return nil
-	}
-	end, err := r.f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	le := binary.LittleEndian
-	var word [4]byte
-	buf := make([]byte, 0, 64<<10)
-	shift, seen := int64(0), 0
-	for at := end; at > r.start; {
-		if _, err := r.f.ReadAt(word[:], at-4); err != nil {
-			return err
-		}
-		n := int64(le.Uint32(word[:]))
-		if n < 12 || at-n < r.start {
-			return fmt.Errorf("reorder: a block's length (%d) does not fit", n)
-		}
-		at -= n
-		buf = slices.Grow(buf[:0], int(n))[:n]
-		if _, err := r.f.ReadAt(buf, at); err != nil {
-			return err
-		}
-		if le.Uint32(buf) == ngDSB {
-			shift += n
-			seen++
-			continue
-		}
-		if shift > 0 {
-			if _, err := r.f.WriteAt(buf, at+shift); err != nil {
-				return err
-			}
-		}
-	}
-	if seen != len(r.late) || shift != r.lateBytes {
-		return fmt.Errorf("reorder: %d secrets blocks found, %d written", seen, len(r.late))
-	}
-	at := r.start
-	for _, sb := range r.late {
-		b := dsbBlock(sb.typ, sb.data)
-		if _, err := r.f.WriteAt(b, at); err != nil {
-			return err
-		}
-		at += int64(len(b))
-	}
-	return nil
-}
-
-// Flush pushes what was written to the file (live captures call it now and
-// then, so the file is readable while the capture runs).
-func (r *Recorder) Flush() error {
-	if r.f == nil {
-		return nil
-	}
+// keepRoom writes, ahead of a file's first frame, a block of a type
+// readers skip, which the text of the secrets written after that frame
+// replaces when the file closes.
+func (r *Recorder) keepRoom() {
 	if err := r.w.Flush(); err != nil {
-		return err
+		return // written with the next frame, which fails the same way
 	}
-	return r.bw.Flush()
+	size := max(r.nextRoom, minRoom)
+	b := make([]byte, size)
+	le := binary.LittleEndian
+	le.PutUint32(b, ngRoom)
+	le.PutUint32(b[4:], uint32(size))
+	le.PutUint32(b[size-4:], uint32(size))
+	r.room, r.roomSize = r.bf.size(), size
+	_, _ = r.bf.Write(b)
+	r.size += size
 }
 
-// Close finishes the current file.
-func (r *Recorder) Close() error { return r.closeFile() }
+// moveSecretsAhead puts the text of the late secrets blocks into the room
+// kept ahead of the frames, as one decryption secrets block of the room's
+// size (key log text padded with empty lines), then makes the late blocks
+// blocks readers skip. Each step leaves a file every reader takes whole:
+// the text is written while its block is still of a type readers skip,
+// then one aligned 4-byte write of the type makes it a secrets block (the
+// length at both ends stays the room's); until each late block is turned
+// off, its keys are read twice, which changes nothing. Late secrets past
+// the room stay where they are.
+func (r *Recorder) moveSecretsAhead() error {
+	le := binary.LittleEndian
+	space := int(r.roomSize) - 20
+	var text []byte
+	moved := 0
+	for _, sb := range r.late {
+		if sb.typ != SecretsTLSKeyLog || len(text)+len(sb.data) > space {
+			break
+		}
+		text = append(text, sb.data...)
+		moved++
+	}
+	if moved == 0 {
+		return fmt.Errorf("%d bytes of secrets, room for %d", len(r.late[0].data), space)
+	}
+	body := make([]byte, 8+space)
+	le.PutUint32(body, SecretsTLSKeyLog)
+	le.PutUint32(body[4:], uint32(space))
+	n := copy(body[8:], text)
+	for i := 8 + n; i < len(body); i++ {
+		body[i] = '\n'
+	}
+	if _, err := r.f.WriteAt(body, r.room+8); err != nil {
+		return err
+	}
+	// On disk before the type says what it is (a crash of the machine,
+	// not only of the process, keeps the order).
+	if err := r.f.Sync(); err != nil {
+		return err
+	}
+	var word [4]byte
+	le.PutUint32(word[:], ngDSB)
+	if _, err := r.f.WriteAt(word[:], r.room); err != nil {
+		return err
+	}
+	le.PutUint32(word[:], ngRoom)
+	for _, sb := range r.late[:moved] {
+		if _, err := r.f.WriteAt(word[:], sb.at); err != nil {
+			return err
+		}
+	}
+	return r.f.Sync()
+}
+
+// Flush writes out what is held (live calls it at each tick, so that the
+// file is readable while the capture runs). A failure stops the
+// recording (Unwritten says so) and is not returned again.
+func (r *Recorder) Flush() error {
+	if r.f == nil || r.stopped != nil {
+		return nil
+	}
+	err := r.push()
+	if err == nil {
+		err = r.bf.flush()
+	}
+	if err != nil {
+		r.stop(err)
+		return r.stopped
+	}
+	return nil
+}
+
+// Close finishes the current file. A file that could not be finished
+// stops the recording, which Warn is told and Unwritten says: that is not
+// returned again.
+func (r *Recorder) Close() error {
+	err := r.closeFile()
+	if r.stopped != nil {
+		return nil
+	}
+	return err
+}
 
 // ExistsError is createFile's error for a file that is there already and
 // may not be replaced.

@@ -246,7 +246,7 @@ func TestRecorderModeWhateverUmask(t *testing.T) {
 
 // TestRecorderRotation: the files a rotation creates are held to the
 // same rules as the first: one there already stops the recording unless
-// Force, a symbolic link even with it.
+// Force, a symbolic link even with it (the capture goes on: Unwritten).
 func TestRecorderRotation(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -290,6 +290,10 @@ func TestRecorderRotation(t *testing.T) {
 			}
 			if err := r.Close(); err != nil && werr == nil {
 				werr = err
+			}
+			// The recording stops; the capture goes on (Write returns nil).
+			if _, se := r.Unwritten(); se != nil && werr == nil {
+				werr = se
 			}
 			if tt.wantErr != "" {
 				if werr == nil || !strings.Contains(werr.Error(), tt.wantErr) {

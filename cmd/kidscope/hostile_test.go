@@ -127,10 +127,14 @@ type hostileCase struct {
 // a mapped input being read: binarySlack is allowed for those. The binary
 // is 33 MB with the Kafka client that --publish links in (26 MB without),
 // and the 100k-instance case, the nearest to the bound, measured 80-82 MB
-// with either, so 16 MiB left it within noise of the line.
+// with either, so 16 MiB left it within noise of the line. libpsx (Landlock
+// and capabilities on every thread, internal/confine) makes a cgo build
+// link with the system's linker, whose binary has about 8 MB more of
+// itself resident from the start (kidscope version: 26 MB against 18),
+// file pages the kernel may drop, not memory the limit governs.
 const (
 	hostileLimit = 64 << 20
-	binarySlack  = 20 << 20
+	binarySlack  = 28 << 20
 )
 
 func hostileCases() []hostileCase {

@@ -78,9 +78,13 @@ never makes the capture wait: records past --publish-buffer, or not delivered in
 dropped and counted (status line, metrics, the last line on stderr).
 
 Once the capture socket, the first --write file and --metrics-addr are open, live stops
-being root: it runs as the -Z user, nobody by default (-Z root keeps root). The open socket
+being root: it runs as the -Z user, nobody by default (-Z root keeps uid 0). The open socket
 and file keep working; the files --write-max-size rotates to are created by that user, so
-their directory must be one it may write (live checks before it starts).
+their directory must be one it may write (live checks before it starts). It then keeps no
+capability and shuts itself in where the kernel allows (no_new_privs, Landlock, seccomp): it
+may write only in the --write directory, run no program, and make no TCP connection but to
+--publish (docs/confinement.md). A full disk stops the --write file at its last whole frame,
+says so, and the capture goes on.
 
 -G/--write-rotate-every rotates by time (1h; a plain number is seconds, as tcpdump -G),
 at the first frame or status tick after the period. -W/--write-files N keeps a ring of N
@@ -189,12 +193,18 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		rotateIn = filepath.Dir(lf.write)
 	}
 	var rec *capture.Recorder
+	var status *statusLine // made below; the Recorder's warnings clear it
 	if lf.write != "" {
 		if warn := capture.UnsafeDirectory(lf.write); warn != "" {
 			fmt.Fprintln(os.Stderr, "kidscope: warning:", warn)
 		}
 		if rec, err = capture.NewRecorder(lf.write, link, snaplen, capture.RecordOptions{MaxSize: lf.writeMaxSize.n, Force: lf.force,
-			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName()}); err != nil {
+			RotateEvery: lf.rotateEvery.d, MaxFiles: lf.writeFiles, Interface: lf.iface, Filter: recordedFilter(kernelText), OS: osName(),
+			Warn: func(err error) {
+				// A full disk: the capture and the findings go on.
+				status.clear()
+				fmt.Fprintln(os.Stderr, "kidscope: warning:", report.SafeText(err.Error()))
+			}}); err != nil {
 			return &exitError{code: exitBadInput, err: writeError(err)}
 		}
 		if lf.writeSecrets {
@@ -243,7 +253,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	// Findings, ticks and the status line all run on the capture's own
 	// goroutine (inside pipeline.Run): they need no lock.
 	var findings int64
-	status := newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
+	status = newStatusLine(os.Stderr, onTerminal && canRedraw(os.Stderr) && !lf.noStatus)
 	// ndjson is a stream: its finding objects and the report's objects
 	// after them are one stream on stdout. Every other format is one
 	// document, which nothing else may precede on stdout (a json.load of
@@ -291,7 +301,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 			return &exitError{code: exitBadInput, err: err}
 		}
 	}
-	if err := plan.drop(rotateIn); err != nil {
+	// From here on live is the -Z user with no capability, shut in to
+	// what it still needs (confine.go).
+	if err := confineLive(cmd, plan, rotateIn, lf.write, pub != nil); err != nil {
 		src.Close()
 		return &exitError{code: exitBadInput, err: err}
 	}
@@ -351,6 +363,9 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	}
 	if rec != nil {
 		sum.Files = rec.Files()
+		if n, stopped := rec.Unwritten(); stopped != nil {
+			sum.Problems = append(sum.Problems, fmt.Errorf("--write: %d frames captured were not written: %w", n, stopped))
+		}
 	} else {
 		sum.Files = names
 	}
@@ -501,7 +516,7 @@ func (s *statusLine) show(text func(width int) string) {
 }
 
 func (s *statusLine) clear() {
-	if s.on && s.shown {
+	if s != nil && s.on && s.shown {
 		fmt.Fprint(s.w, "\r\x1b[K")
 		s.shown = false
 	}
