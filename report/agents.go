@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kidscope/kidscope/report/internal/textdoc"
+
 	"github.com/kidscope/kidscope/result"
 )
 
@@ -50,7 +52,7 @@ func (st *docStyle) names(s string, width int) []string {
 			cur = ""
 		}
 		if utf8.RuneCountInString(p) > width {
-			p = shorten(p, width)
+			p = textdoc.Shorten(p, width)
 		}
 		cur += p
 	}
@@ -60,19 +62,19 @@ func (st *docStyle) names(s string, width int) []string {
 	return lines
 }
 
-func agentBlocks(a *Analysis, st *docStyle) []block {
+func agentBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	if a.Agents == nil && a.Fleet == nil {
 		return nil
 	}
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Agents (%s)", commas(int64(len(a.Agents))))))}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title(fmt.Sprintf("Agents (%s)", commas(int64(len(a.Agents))))))}}
 	if len(a.Agents) > 0 {
 		// Four columns, so that the table fits 80 columns with IPv4
 		// brokers: the agent over its source, the records read over those
 		// it dropped. Names and sources break after their separators,
 		// never inside a word.
-		g := &grid{header: []string{"AGENT\nSOURCE", "BROKERS", "RECORDS\nDROPPED", "LAST SEEN"}}
+		g := &textdoc.Grid{Header: []string{"AGENT\nSOURCE", "BROKERS", "RECORDS\nDROPPED", "LAST SEEN"}}
 		if st.md {
-			g.header = []string{"Agent / source", "Brokers seen", "Records read / dropped by the agent", "Last seen"}
+			g.Header = []string{"Agent / source", "Brokers seen", "Records read / dropped by the agent", "Last seen"}
 		}
 		for i := range a.Agents {
 			ag := &a.Agents[i]
@@ -96,13 +98,13 @@ func agentBlocks(a *Analysis, st *docStyle) []block {
 			} else {
 				agent = append(agent, source...)
 			}
-			g.rows = append(g.rows, [][]string{agent, agentBrokers(ag), {commas(ag.Records), commas(ag.Dropped)},
+			g.Rows = append(g.Rows, [][]string{agent, agentBrokers(ag), {commas(ag.Records), commas(ag.Dropped)},
 				{st.clock(ag.LastSeen)}})
 		}
-		blocks = append(blocks, block{kind: blockGrid, grid: g})
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: g})
 	}
 	if c := a.Fleet; c != nil {
-		blocks = append(blocks, block{kind: blockPara, text: plain(fleetText(c))})
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(fleetText(c))})
 	}
 	return blocks
 }
@@ -140,9 +142,9 @@ func reportsLine(a *Analysis) (string, bool) {
 }
 
 // unreportedBlocks stand for the tables a fleet's report leaves out.
-func unreportedBlocks(st *docStyle) []block {
-	return []block{{kind: blockHeading1, text: plain(st.title("Connections, client instances, brokers"))},
-		{kind: blockPara, text: plain("Not known: they come from the reports the agents publish when they stop, " +
+func unreportedBlocks(st *docStyle) []textdoc.Block {
+	return []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title("Connections, client instances, brokers"))},
+		{Kind: textdoc.Para, Text: textdoc.Plain("Not known: they come from the reports the agents publish when they stop, " +
 			"and no agent's report was read (see AGENTS).")}}
 }
 

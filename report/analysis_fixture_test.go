@@ -165,8 +165,8 @@ func incidentAnalysis() *Analysis {
 	return &Analysis{
 		Files: files,
 		Run: &RunInfo{Version: "v1.4.0", Options: testOptions(), Inputs: []Input{
-			{Kind: InputFile, Name: files[0], Size: size(31877412 - 1200), SHA256: "5f7b3c0d9e2a41b8c6d0f1e2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6"},
-			{Kind: InputFile, Name: files[1], Size: size(1200), SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+			{Kind: InputFile, Name: files[0], Size: sizeOf(31877412 - 1200), SHA256: "5f7b3c0d9e2a41b8c6d0f1e2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6"},
+			{Kind: InputFile, Name: files[1], Size: sizeOf(1200), SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 		}},
 		Summary: result.Summary{
 			Files: files, First: t0, Last: t0.Add(6*time.Minute + 45775*time.Millisecond),
@@ -183,7 +183,7 @@ func incidentAnalysis() *Analysis {
 	}
 }
 
-func size(n int64) *int64 { return &n }
+func sizeOf(n int64) *int64 { return &n }
 
 // testOptions are analyze's defaults on a laptop.
 func testOptions() RunOptions {

@@ -1,18 +1,15 @@
 package report
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
-
+	"github.com/kidscope/kidscope/internal/size"
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/report/internal/textdoc"
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -25,52 +22,6 @@ import (
 // fit it when the values are short, and grow wider (still correct) when
 // they are not.
 const termWidth = 80
-
-// span is a piece of text; sev colours it in a terminal when colored.
-type span struct {
-	text    string
-	sev     rules.Severity
-	colored bool
-}
-
-type line []span
-
-func plain(s string) line { return line{{text: s}} }
-
-func (l line) String() string {
-	var b strings.Builder
-	for _, s := range l {
-		b.WriteString(s.text)
-	}
-	return b.String()
-}
-
-type kvPair struct {
-	key    string
-	values []line
-}
-
-type grid struct {
-	header []string
-	rows   [][][]string // row, cell, lines
-}
-
-type blockKind int
-
-const (
-	blockHeading1 blockKind = iota
-	blockHeading2
-	blockPara
-	blockKV
-	blockGrid
-)
-
-type block struct {
-	kind blockKind
-	text line
-	kv   []kvPair
-	grid *grid
-}
 
 // docStyle is what differs between the terminal and the Markdown document.
 type docStyle struct {
@@ -123,7 +74,7 @@ func (st *docStyle) clientID(s string) string {
 	if st.md {
 		return s
 	}
-	return shorten(s, 14)
+	return textdoc.Shorten(s, 14)
 }
 
 // wrap breaks text for a terminal cell; Markdown cells are not broken.
@@ -131,7 +82,7 @@ func (st *docStyle) wrap(s string, width int) []string {
 	if st.md {
 		return []string{s}
 	}
-	return wrap(s, width)
+	return textdoc.Wrap(s, width)
 }
 
 // labelled is "label     value" with the value wrapped under itself in a
@@ -145,13 +96,13 @@ func (st *docStyle) labelled(label, value string, width int) []string {
 	for _, w := range strings.Fields(value) {
 		if len([]rune(w)) > width-indent {
 			out := []string{label}
-			for _, l := range wrap(value, width-2) {
+			for _, l := range textdoc.Wrap(value, width-2) {
 				out = append(out, "  "+l)
 			}
 			return out
 		}
 	}
-	lines := wrap(value, width-indent)
+	lines := textdoc.Wrap(value, width-indent)
 	out := make([]string, len(lines))
 	for i, l := range lines {
 		if i == 0 {
@@ -201,34 +152,21 @@ func plural(n int64, one, many string) string {
 	return commas(n) + " " + many
 }
 
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
-
 // severityLine is "3 errors, 2 warnings, 5 info" with coloured words.
-func severityLine(c severityCounts) line {
-	return line{
-		{text: plural(int64(c.Error), "error", "errors"), sev: rules.Error, colored: c.Error > 0},
-		{text: ", "},
-		{text: plural(int64(c.Warning), "warning", "warnings"), sev: rules.Warning, colored: c.Warning > 0},
-		{text: ", "},
-		{text: strconv.Itoa(c.Info) + " info", sev: rules.Info, colored: c.Info > 0},
+func severityLine(c severityCounts) textdoc.Line {
+	return textdoc.Line{
+		sevSpan(plural(int64(c.Error), "error", "errors"), rules.Error, c.Error > 0),
+		{Text: ", "},
+		sevSpan(plural(int64(c.Warning), "warning", "warnings"), rules.Warning, c.Warning > 0),
+		{Text: ", "},
+		sevSpan(strconv.Itoa(c.Info)+" info", rules.Info, c.Info > 0),
 	}
 }
 
 // buildDoc lays out the analysis in docs/design/cli.md's order: summary, findings,
 // connections, instances, brokers, the old/new matrix.
-func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
-	var doc []block
+func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []textdoc.Block {
+	var doc []textdoc.Block
 	doc = append(doc, summaryBlocks(a, st)...)
 	doc = append(doc, agentBlocks(a, st)...)
 	doc = append(doc, findingBlocks(a, opt, st)...)
@@ -242,70 +180,70 @@ func buildDoc(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 	return doc
 }
 
-func summaryBlocks(a *Analysis, st *docStyle) []block {
+func summaryBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	s := &a.Summary
-	var kv []kvPair
-	add := func(key string, values ...line) { kv = append(kv, kvPair{key, values}) }
+	var kv []textdoc.Pair
+	add := func(key string, values ...textdoc.Line) { kv = append(kv, textdoc.Pair{Key: key, Values: values}) }
 
-	var inputs []line
+	var inputs []textdoc.Line
 	for i, f := range a.Files {
 		if st.multi {
-			inputs = append(inputs, plain(fmt.Sprintf("%d  %s", i+1, f)))
+			inputs = append(inputs, textdoc.Plain(fmt.Sprintf("%d  %s", i+1, f)))
 		} else {
-			inputs = append(inputs, plain(f))
+			inputs = append(inputs, textdoc.Plain(f))
 		}
 	}
 	if len(inputs) == 0 {
-		inputs = append(inputs, plain("-"))
+		inputs = append(inputs, textdoc.Plain("-"))
 	}
 	if st.multi {
-		inputs = append(inputs, plain("(frames are written INPUT:FRAME, e.g. 2:17)"))
+		inputs = append(inputs, textdoc.Plain("(frames are written INPUT:FRAME, e.g. 2:17)"))
 	}
 	add("inputs", inputs...)
 	if len(s.Comments) > 0 {
-		var cs []line
+		var cs []textdoc.Line
 		for _, c := range s.Comments {
-			cs = append(cs, plain(shown(fileName(a.Files, c.File)+": "+c.Text)))
+			cs = append(cs, textdoc.Plain(shown(fileName(a.Files, c.File)+": "+c.Text)))
 		}
 		add("comments", cs...)
 	}
 
 	if line, ok := reportsLine(a); ok {
-		add("reports", plain(line))
+		add("reports", textdoc.Plain(line))
 	}
 	if !tablesKnown(a) {
 		add("findings", severityLine(severityTotals(&a.Result)))
-		return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}
+		return []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title("Summary"))}, {Kind: textdoc.KV, Pairs: kv}}
 	}
 	first, last := spanOf(a)
 	switch {
 	case first.IsZero():
-		add("time span", plain("no packets"))
+		add("time span", textdoc.Plain("no packets"))
 	default:
 		f, l := first.UTC(), last.UTC()
 		end := l.Format("2006-01-02 15:04:05.000")
 		if !st.dateInClock {
 			end = l.Format("15:04:05.000")
 		}
-		add("time span", plain(fmt.Sprintf("%s → %s UTC (%s)", f.Format("2006-01-02 15:04:05.000"), end,
+		add("time span", textdoc.Plain(fmt.Sprintf("%s → %s UTC (%s)", f.Format("2006-01-02 15:04:05.000"), end,
 			l.Sub(f).Round(time.Millisecond))))
 	}
 	packets := commas(s.Capture.Packets)
 	if s.OutsideTime > 0 {
 		packets += " (" + commas(s.OutsideTime) + " outside --from/--to, dropped before reassembly)"
 	}
-	add("packets", plain(packets))
-	add("bytes", plain(fmt.Sprintf("%s (%s)", commas(s.Capture.Bytes), humanBytes(s.Capture.Bytes))))
+	add("packets", textdoc.Plain(packets))
+	add("bytes", textdoc.Plain(fmt.Sprintf("%s (%s)", commas(s.Capture.Bytes), size.Human(s.Capture.Bytes))))
 	conns := commas(s.Connections)
 	if n := s.Reassembly.ConnectionsDropped; n > 0 {
 		conns += fmt.Sprintf(" analysed; %s over --max-connections were not analysed", plural(n, "more", "more"))
 	}
-	add("connections", plain(conns))
+	add("connections", textdoc.Plain(conns))
 	kafka := plural(s.Requests, "request", "requests")
 	if s.NoResponse > 0 {
 		kafka += " (" + strconv.FormatInt(s.NoResponse, 10) + " with acks = 0, which no broker answers)"
 	}
-	add("Kafka", plain(kafka+", "+plural(s.Responses, "response", "responses")))
+	add("Kafka", textdoc.Plain(kafka+", "+plural(s.Responses, "response", "responses")))
 
 	problems := []string{
 		plural(s.Gaps, "gap", "gaps"), plural(s.Resyncs, "resync", "resyncs"),
@@ -328,24 +266,24 @@ func summaryBlocks(a *Analysis, st *docStyle) []block {
 	extra(s.Capture.ExtraInterfaces, "pcapng interface over the limit, not kept", "pcapng interfaces over the limit, not kept")
 	extra(s.Capture.ExtraInterfaceFrames, "frame on an interface not kept, skipped", "frames on interfaces not kept, skipped")
 	extra(s.Reassembly.Reused, "connection ended by a new one on its 4-tuple", "connections ended by a new one on their 4-tuple")
-	add("decode problems", plain(strings.Join(problems, ", ")))
+	add("decode problems", textdoc.Plain(strings.Join(problems, ", ")))
 
-	var inp []line
+	var inp []textdoc.Line
 	for _, p := range s.Problems {
-		inp = append(inp, plain(p.Error()))
+		inp = append(inp, textdoc.Plain(p.Error()))
 	}
 	if len(inp) == 0 {
-		inp = append(inp, plain("none"))
+		inp = append(inp, textdoc.Plain("none"))
 	}
 	add("input problems", inp...)
 	if s.Interrupted {
-		add("interrupted", plain("yes: the report covers what was read before the interruption"))
+		add("interrupted", textdoc.Plain("yes: the report covers what was read before the interruption"))
 	}
 	if a.Scope != nil {
-		add("scope", plain(SafeText(a.Scope.Line())))
+		add("scope", textdoc.Plain(SafeText(a.Scope.Line())))
 	}
 	add("findings", severityLine(severityTotals(&a.Result)))
-	return []block{{kind: blockHeading1, text: plain(st.title("Summary"))}, {kind: blockKV, kv: kv}}
+	return []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title("Summary"))}, {Kind: textdoc.KV, Pairs: kv}}
 }
 
 // findingGroup is one table row: the findings of one rule on one
@@ -406,16 +344,16 @@ func groupFindings(res *rules.Result, sev rules.Severity) []*findingGroup {
 
 var severityTitles = map[rules.Severity]string{rules.Error: "Errors", rules.Warning: "Warnings", rules.Info: "Info"}
 
-func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
+func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []textdoc.Block {
 	res := &a.Result
 	fs := res.Findings
 	counts := severityTotals(res)
-	blocks := []block{{kind: blockHeading1, text: plain(st.title("Findings"))}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title("Findings"))}}
 	if counts.total() == 0 {
-		return append(blocks, block{kind: blockPara, text: plain("No findings.")})
+		return append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("No findings.")})
 	}
-	blocks = append(blocks, block{kind: blockPara, text: append(severityLine(counts),
-		span{text: "; a row per rule and connection: first frame, ×N"})})
+	blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: append(severityLine(counts),
+		textdoc.Span{Text: "; a row per rule and connection: first frame, ×N"})})
 	sevs := []rules.Severity{rules.Error, rules.Warning, rules.Info}
 	groups := make([][]*findingGroup, len(sevs))
 	var shown []*findingGroup
@@ -435,7 +373,7 @@ func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 		if noRow := counts.total() - inRows; noRow > 0 {
 			text += fmt.Sprintf("; %s of rules and connections with no row", plural(int64(noRow), "is", "are"))
 		}
-		blocks = append(blocks, block{kind: blockPara, text: plain(text + ".")})
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(text + ".")})
 	}
 	lay := newFindingLayout(shown, st)
 	for i, sev := range sevs {
@@ -446,8 +384,8 @@ func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 		}
 		if len(gs) == 0 {
 			if total := counts.of(sev); total > 0 {
-				blocks = append(blocks, block{kind: blockPara, text: line{
-					{text: fmt.Sprintf("%s: %s, none listed.", severityTitles[sev], plural(int64(total), "finding", "findings")), sev: sev, colored: true},
+				blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Line{
+					sevSpan(fmt.Sprintf("%s: %s, none listed.", severityTitles[sev], plural(int64(total), "finding", "findings")), sev, true),
 				}})
 			}
 			continue
@@ -456,17 +394,17 @@ func findingBlocks(a *Analysis, opt AnalysisOptions, st *docStyle) []block {
 			n = total
 		}
 		if sev == rules.Info && !opt.Verbose {
-			blocks = append(blocks, block{kind: blockPara, text: line{
-				{text: plural(int64(n), "info finding", "info findings"), sev: rules.Info, colored: true},
-				{text: fmt.Sprintf(" (%s) hidden; -v shows them.", plural(int64(len(gs)), "row", "rows"))},
+			blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Line{
+				sevSpan(plural(int64(n), "info finding", "info findings"), rules.Info, true),
+				{Text: fmt.Sprintf(" (%s) hidden; -v shows them.", plural(int64(len(gs)), "row", "rows"))},
 			}})
 			continue
 		}
-		blocks = append(blocks, block{kind: blockHeading2, text: line{
-			{text: severityTitles[sev], sev: sev, colored: true},
-			{text: fmt.Sprintf(": %s in %s", plural(int64(n), "finding", "findings"), plural(int64(len(gs)), "row", "rows"))},
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Heading2, Text: textdoc.Line{
+			sevSpan(severityTitles[sev], sev, true),
+			{Text: fmt.Sprintf(": %s in %s", plural(int64(n), "finding", "findings"), plural(int64(len(gs)), "row", "rows"))},
 		}})
-		blocks = append(blocks, block{kind: blockGrid, grid: lay.grid(gs)})
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: lay.grid(gs)})
 	}
 	return blocks
 }
@@ -505,11 +443,11 @@ func newFindingLayout(groups []*findingGroup, st *docStyle) *findingLayout {
 	return l
 }
 
-func (l *findingLayout) grid(groups []*findingGroup) *grid {
+func (l *findingLayout) grid(groups []*findingGroup) *textdoc.Grid {
 	st, width := l.st, l.w3
-	g := &grid{header: []string{padRight("RULE", l.w1) + "\nCONNECTION", padRight("FRAME", l.w2), padRight("DETAIL", width)}}
+	g := &textdoc.Grid{Header: []string{textdoc.PadRight("RULE", l.w1) + "\nCONNECTION", textdoc.PadRight("FRAME", l.w2), textdoc.PadRight("DETAIL", width)}}
 	if st.md {
-		g.header = []string{"Rule / connection", "Frame", "Detail"}
+		g.Header = []string{"Rule / connection", "Frame", "Detail"}
 	}
 	for _, gr := range groups {
 		f := gr.first
@@ -519,7 +457,7 @@ func (l *findingLayout) grid(groups []*findingGroup) *grid {
 			// stream-* and other findings about no one request: their
 			// message says it all.
 			c3 = st.wrap(findingMessage(f), width)
-			g.rows = append(g.rows, [][]string{c1, c2, c3})
+			g.Rows = append(g.Rows, [][]string{c1, c2, c3})
 			continue
 		}
 		c3 = append(c3, st.wrap(apiText(f), width)...)
@@ -549,20 +487,13 @@ func (l *findingLayout) grid(groups []*findingGroup) *grid {
 		if f.AfterGap {
 			c3 = append(c3, st.wrap("bytes of this connection were lost before it", width)...)
 		}
-		g.rows = append(g.rows, [][]string{c1, c2, c3})
+		g.Rows = append(g.Rows, [][]string{c1, c2, c3})
 	}
 	return g
 }
 
 // padRight pads s with spaces to width: a header padded so sets the
 // column's width in a terminal table.
-func padRight(s string, width int) string {
-	if n := len([]rune(s)); n < width {
-		return s + strings.Repeat(" ", width-n)
-	}
-	return s
-}
-
 func maxLen(lines []string) int {
 	n := 0
 	for _, l := range lines {
@@ -578,25 +509,25 @@ func dash(s string) string {
 	return s
 }
 
-func connectionBlocks(a *Analysis, st *docStyle) []block {
+func connectionBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	cs := a.Result.Connections
 	dropped := a.Result.Dropped.Connections
 	title := fmt.Sprintf("Connections (%s)", commas(int64(len(cs))))
 	if dropped > 0 {
 		title = fmt.Sprintf("Connections (%s of %s)", commas(int64(len(cs))), commas(int64(len(cs))+dropped))
 	}
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(title))}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title(title))}}
 	if dropped > 0 {
-		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(fmt.Sprintf(
 			"%s not listed: the table keeps the %s most recently closed (JSON: summary.dropped_connections); the findings, brokers and matrix count every connection.",
 			plural(dropped, "connection", "connections"), commas(int64(len(cs)))))})
 	}
 	if len(cs) == 0 {
-		return append(blocks, block{kind: blockPara, text: plain("No connections.")})
+		return append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("No connections.")})
 	}
-	g := &grid{header: []string{"#", "CLIENT\n→ BROKER", "CLIENT ID\nINSTANCE ID", "REQ/RESP", "GAPS", "PROFILE\nKIND"}}
+	g := &textdoc.Grid{Header: []string{"#", "CLIENT\n→ BROKER", "CLIENT ID\nINSTANCE ID", "REQ/RESP", "GAPS", "PROFILE\nKIND"}}
 	if st.md {
-		g.header = []string{"#", "Client → broker (tcp.stream)", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
+		g.Header = []string{"#", "Client → broker (tcp.stream)", "Client ID / instance ID", "Requests / responses", "Gaps", "Profile / kind"}
 	}
 	for i := range cs {
 		c := &cs[i]
@@ -632,7 +563,7 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 			// Wireshark's number: tcp.stream eq N shows the connection.
 			ends = append(ends, "tcp.stream "+strconv.Itoa(c.TCPStream))
 		}
-		g.rows = append(g.rows, [][]string{
+		g.Rows = append(g.Rows, [][]string{
 			{strconv.Itoa(c.ID)},
 			ends,
 			{cid, inst},
@@ -641,36 +572,36 @@ func connectionBlocks(a *Analysis, st *docStyle) []block {
 			kind,
 		})
 	}
-	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("tcp.stream: Wireshark's number of the connection (filter tcp.stream eq N); new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
+	return append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: g},
+		textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("tcp.stream: Wireshark's number of the connection (filter tcp.stream eq N); new client: sends client instance IDs in request headers (KIP-1313); old client: does not; mid-stream: the capture missed the connection's start.")})
 }
 
-func instanceBlocks(a *Analysis, st *docStyle) []block {
+func instanceBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	ins := a.Result.Instances
 	dropped := a.Result.Dropped.Instances
 	title := fmt.Sprintf("Client instances (%s)", commas(int64(len(ins))))
 	if dropped > 0 {
 		title = fmt.Sprintf("Client instances (%s; %s dropped)", commas(int64(len(ins))), commas(dropped))
 	}
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(title))}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title(title))}}
 	if dropped > 0 {
-		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(fmt.Sprintf(
 			"%s not listed: the inventory keeps the %s most recently seen and drops the least recently seen (JSON: summary.dropped_instances; an instance seen again after it was dropped counts again).",
 			plural(dropped, "client instance", "client instances"), commas(int64(len(ins)))))})
 	}
 	if len(ins) == 0 && dropped == 0 {
-		return append(blocks, block{kind: blockPara, text: plain("No client instance IDs in request headers.")})
+		return append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("No client instance IDs in request headers.")})
 	}
 	listed := instancesToShow(&a.Result)
 	if len(listed) < len(ins) {
-		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(fmt.Sprintf(
 			"The %s that matter most are listed: those with findings first (worst first), then those with the most connections; %s more are kept (-o json lists every one).",
 			commas(int64(len(listed))), commas(int64(len(ins)-len(listed)))))})
 	}
 	ins = listed
-	g := &grid{header: []string{"INSTANCE", "CLIENT IDS", "ADDRESSES", "BROKERS", "CONNS", "SEEN"}}
+	g := &textdoc.Grid{Header: []string{"INSTANCE", "CLIENT IDS", "ADDRESSES", "BROKERS", "CONNS", "SEEN"}}
 	if st.md {
-		g.header = []string{"Instance ID", "Client IDs", "Client addresses", "Brokers", "Connections", "First / last seen"}
+		g.Header = []string{"Instance ID", "Client IDs", "Client addresses", "Brokers", "Connections", "First / last seen"}
 	}
 	for i := range ins {
 		in := &ins[i]
@@ -685,7 +616,7 @@ func instanceBlocks(a *Analysis, st *docStyle) []block {
 		for _, c := range in.ClientIDs {
 			c = shown(c)
 			if !st.md {
-				c = shorten(c, 12)
+				c = textdoc.Shorten(c, 12)
 			}
 			cids = append(cids, c)
 		}
@@ -709,9 +640,9 @@ func instanceBlocks(a *Analysis, st *docStyle) []block {
 			seen = []string{st.frame(in.First.File, in.First.Frame) + " " + st.clock(in.First.Time),
 				st.frame(in.Last.File, in.Last.Frame) + " " + st.clock(in.Last.Time)}
 		}
-		g.rows = append(g.rows, [][]string{id, orNone(cids), orNone(addrs), orNone(brokers), connsCell, seen})
+		g.Rows = append(g.Rows, [][]string{id, orNone(cids), orNone(addrs), orNone(brokers), connsCell, seen})
 	}
-	return append(blocks, block{kind: blockGrid, grid: g})
+	return append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: g})
 }
 
 // listedFirst notes under a list of an instance that stopped at
@@ -730,20 +661,20 @@ func orNone(s []string) []string {
 	return s
 }
 
-func brokerBlocks(a *Analysis, st *docStyle) []block {
+func brokerBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	bs := a.Result.Brokers
-	blocks := []block{{kind: blockHeading1, text: plain(st.title(fmt.Sprintf("Brokers (%s)", commas(int64(len(bs))))))}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title(fmt.Sprintf("Brokers (%s)", commas(int64(len(bs))))))}}
 	if n := a.Result.Dropped.BrokerConnections; n > 0 {
-		blocks = append(blocks, block{kind: blockPara, text: plain(fmt.Sprintf(
+		blocks = append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain(fmt.Sprintf(
 			"%s to broker endpoints past the first %s not listed (JSON: summary.dropped_broker_connections); the matrix counts them as unknown.",
 			plural(n, "connection", "connections"), commas(int64(len(bs)))))})
 	}
 	if len(bs) == 0 {
-		return append(blocks, block{kind: blockPara, text: plain("No brokers.")})
+		return append(blocks, textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("No brokers.")})
 	}
-	g := &grid{header: []string{"BROKER", "KIP-1313", "CONNS", "EVIDENCE FRAMES"}}
+	g := &textdoc.Grid{Header: []string{"BROKER", "KIP-1313", "CONNS", "EVIDENCE FRAMES"}}
 	if st.md {
-		g.header = []string{"Broker", "KIP-1313", "Connections", "Evidence frames"}
+		g.Header = []string{"Broker", "KIP-1313", "Connections", "Evidence frames"}
 	}
 	for i := range bs {
 		b := &bs[i]
@@ -766,10 +697,10 @@ func brokerBlocks(a *Analysis, st *docStyle) []block {
 		if b.TLSNoKey > 0 {
 			conns = append(conns, commas(int64(b.TLSNoKey))+" TLS (no key)")
 		}
-		g.rows = append(g.rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, conns, orNone(ev)})
+		g.Rows = append(g.Rows, [][]string{{b.Endpoint.String()}, {b.Verdict.String()}, conns, orNone(ev)})
 	}
-	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("enforces: answered INVALID_REQUEST to a request that breaks KIP-1313, or closed the connection on it; ignores: answered it with error code 0 (a pre-KIP-1313 broker); mixed: both; unknown: no such request was answered.")})
+	return append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: g},
+		textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("enforces: answered INVALID_REQUEST to a request that breaks KIP-1313, or closed the connection on it; ignores: answered it with error code 0 (a pre-KIP-1313 broker); mixed: both; unknown: no such request was answered.")})
 }
 
 // shownEvidence is how many evidence frames of a verdict a broker's row
@@ -791,239 +722,52 @@ func evidenceText(frames []string, total int64) string {
 	return s
 }
 
-func matrixBlocks(a *Analysis, st *docStyle) []block {
+func matrixBlocks(a *Analysis, st *docStyle) []textdoc.Block {
 	m := &a.Result.Matrix
-	blocks := []block{{kind: blockHeading1, text: plain(st.title("Old/new client × old/new broker (connections)"))}}
-	g := &grid{header: []string{"", "OLD BROKER\n(IGNORES)", "NEW BROKER\n(ENFORCES)", "UNKNOWN"}}
+	blocks := []textdoc.Block{{Kind: textdoc.Heading1, Text: textdoc.Plain(st.title("Old/new client × old/new broker (connections)"))}}
+	g := &textdoc.Grid{Header: []string{"", "OLD BROKER\n(IGNORES)", "NEW BROKER\n(ENFORCES)", "UNKNOWN"}}
 	if st.md {
-		g.header = []string{"", "Old broker (ignores)", "New broker (enforces)", "Unknown"}
+		g.Header = []string{"", "Old broker (ignores)", "New broker (enforces)", "Unknown"}
 	}
 	for i, name := range []string{"old client", "new client"} {
 		r := m.Cells[i]
-		g.rows = append(g.rows, [][]string{{name}, {commas(int64(r[0]))}, {commas(int64(r[1]))}, {commas(int64(r[2]))}})
+		g.Rows = append(g.Rows, [][]string{{name}, {commas(int64(r[0]))}, {commas(int64(r[1]))}, {commas(int64(r[2]))}})
 	}
-	return append(blocks, block{kind: blockGrid, grid: g},
-		block{kind: blockPara, text: plain("Every Kafka connection that sent a request, listed in the connections table or not; unknown counts brokers whose verdict is unknown or mixed.")})
+	return append(blocks, textdoc.Block{Kind: textdoc.Table, Grid: g},
+		textdoc.Block{Kind: textdoc.Para, Text: textdoc.Plain("Every Kafka connection that sent a request, listed in the connections table or not; unknown counts brokers whose verdict is unknown or mixed.")})
 }
 
-// Terminal rendering. Every piece of text is written through shown,
-// whether or not it holds a capture's strings: none can reach the
-// terminal raw, wherever a later change puts it.
-
-func (l line) render(color bool) string {
-	var b strings.Builder
-	for _, s := range l {
-		if s.colored {
-			b.WriteString(paint(shown(s.text), s.sev, color))
-		} else {
-			b.WriteString(shown(s.text))
-		}
+// paintSeverity colours the severity words of a terminal table: a span's
+// style is its severity's name.
+func paintSeverity(color bool) textdoc.Painter {
+	if !color {
+		return nil
 	}
-	return b.String()
+	return func(text, style string) string {
+		switch style {
+		case rules.Error.String():
+			return paint(text, rules.Error, true)
+		case rules.Warning.String():
+			return paint(text, rules.Warning, true)
+		}
+		return paint(text, rules.Info, true)
+	}
+}
+
+// sevSpan is text styled by severity sev when on.
+func sevSpan(text string, sev rules.Severity, on bool) textdoc.Span {
+	if !on {
+		return textdoc.Span{Text: text}
+	}
+	return textdoc.Span{Text: text, Style: sev.String()}
 }
 
 func writeAnalysisTable(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	st := newDocStyle(a, opt, false)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	for i, b := range buildDoc(a, opt, st) {
-		switch b.kind {
-		case blockHeading1:
-			if i > 0 {
-				bw.WriteString("\n")
-			}
-			bw.WriteString(b.text.render(opt.Color) + "\n")
-		case blockHeading2:
-			bw.WriteString("\n" + b.text.render(opt.Color) + "\n")
-		case blockPara:
-			// Wrap the plain text, then colour the spans again: only
-			// whole spans are coloured, and wrapping keeps them whole
-			// unless they are longer than a line.
-			for _, l := range wrapLine(b.text, termWidth) {
-				bw.WriteString(l.render(opt.Color) + "\n")
-			}
-		case blockKV:
-			keyW := 0
-			for _, p := range b.kv {
-				keyW = max(keyW, len(p.key))
-			}
-			keyW += 2
-			for _, p := range b.kv {
-				for j, v := range p.values {
-					for k, l := range wrapLine(v, termWidth-2-keyW) {
-						key := ""
-						if j == 0 && k == 0 {
-							key = p.key
-						}
-						bw.WriteString(strings.TrimRight("  "+key+strings.Repeat(" ", keyW-len(key))+l.render(opt.Color), " ") + "\n")
-					}
-				}
-			}
-		case blockGrid:
-			if err := renderGrid(bw, b.grid, false); err != nil {
-				return err
-			}
-		}
-	}
-	return bw.Flush()
-}
-
-// wrapLine wraps a line of spans at spaces to width, keeping each piece's
-// colour. A line that fits is returned as it is.
-func wrapLine(l line, width int) []line {
-	if len([]rune(l.String())) <= width {
-		return []line{l}
-	}
-	var words [][]span
-	var cur []span
-	for _, s := range l {
-		for i, p := range strings.Split(s.text, " ") {
-			if i > 0 && len(cur) > 0 {
-				words = append(words, cur)
-				cur = nil
-			}
-			if p != "" {
-				piece := s
-				piece.text = p
-				cur = append(cur, piece)
-			}
-		}
-	}
-	if len(cur) > 0 {
-		words = append(words, cur)
-	}
-	var out []line
-	var ln line
-	n := 0
-	for _, wd := range words {
-		wn := 0
-		for _, p := range wd {
-			wn += len([]rune(p.text))
-		}
-		if n > 0 && n+1+wn > width {
-			out = append(out, ln)
-			ln, n = nil, 0
-		}
-		if n > 0 {
-			ln = append(ln, span{text: " "})
-			n++
-		}
-		ln = append(ln, wd...)
-		n += wn
-	}
-	if len(ln) > 0 || len(out) == 0 {
-		out = append(out, ln)
-	}
-	return out
-}
-
-// renderGrid writes a table for a terminal (box drawing) or as Markdown,
-// every cell's lines through shown (and mdEscape).
-func renderGrid(w io.Writer, g *grid, md bool) error {
-	multi := false
-	rows := make([][]string, len(g.rows))
-	for i, r := range g.rows {
-		rows[i] = make([]string, len(r))
-		for j, c := range r {
-			esc := make([]string, len(c))
-			for k, l := range c {
-				esc[k] = shown(l)
-				if md {
-					esc[k] = mdEscape(esc[k])
-				}
-			}
-			if md {
-				rows[i][j] = strings.Join(esc, "<br>")
-			} else {
-				rows[i][j] = strings.Join(esc, "\n")
-				multi = multi || len(c) > 1
-			}
-		}
-	}
-	opts := []tablewriter.Option{
-		tablewriter.WithRowAutoWrap(tw.WrapNone), tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft), tablewriter.WithTrimSpace(tw.Off),
-		tablewriter.WithEastAsian(tw.Off),
-	}
-	header := make([]any, len(g.header))
-	for i, h := range g.header {
-		if md {
-			h = mdEscape(h)
-		}
-		header[i] = h
-	}
-	if md {
-		opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-	} else if multi {
-		opts = append(opts, tablewriter.WithRendition(tw.Rendition{Settings: tw.Settings{Separators: tw.Separators{BetweenRows: tw.On}}}))
-	}
-	t := tablewriter.NewTable(w, opts...)
-	t.Header(header...)
-	if err := t.Bulk(rows); err != nil {
-		return err
-	}
-	return t.Render()
-}
-
-// Markdown rendering.
-
-// mdEscape makes text literal in GitHub-flavoured Markdown, in a table
-// cell as in a paragraph or heading: every character that can start
-// emphasis, code, a link, an HTML tag or entity, a table cell or a
-// heading is backslash-escaped. Controls are shown's to escape.
-func mdEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '~', '#', '&':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func mdLine(l line) string {
-	var b strings.Builder
-	for _, s := range l {
-		t := mdEscape(shown(s.text))
-		if s.colored && s.text != "" {
-			t = "**" + t + "**"
-		}
-		b.WriteString(t)
-	}
-	return b.String()
+	return textdoc.WriteTerminal(w, buildDoc(a, opt, st), paintSeverity(opt.Color))
 }
 
 func writeAnalysisMarkdown(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 	st := newDocStyle(a, opt, true)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.WriteString("# kidscope analyze\n")
-	for _, b := range buildDoc(a, opt, st) {
-		bw.WriteString("\n")
-		switch b.kind {
-		case blockHeading1:
-			bw.WriteString("## " + mdEscape(shown(b.text.String())) + "\n")
-		case blockHeading2:
-			bw.WriteString("### " + mdEscape(shown(b.text.String())) + "\n")
-		case blockPara:
-			bw.WriteString(mdLine(b.text) + "\n")
-		case blockKV:
-			for _, p := range b.kv {
-				if len(p.values) == 1 {
-					bw.WriteString("- **" + mdEscape(p.key) + "**: " + mdLine(p.values[0]) + "\n")
-					continue
-				}
-				bw.WriteString("- **" + mdEscape(p.key) + "**:\n")
-				for _, v := range p.values {
-					bw.WriteString("  - " + mdLine(v) + "\n")
-				}
-			}
-		case blockGrid:
-			if err := renderGrid(bw, b.grid, true); err != nil {
-				return err
-			}
-		}
-	}
-	return bw.Flush()
+	return textdoc.WriteMarkdown(w, "kidscope analyze", buildDoc(a, opt, st))
 }

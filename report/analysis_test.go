@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kidscope/kidscope/report/internal/textdoc"
+
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
 	"github.com/kidscope/kidscope/kafka"
@@ -537,18 +539,18 @@ func TestFindingMessage(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
-	got := wrap("expected a non-reserved ID in the first header-v3 request", 20)
+	got := textdoc.Wrap("expected a non-reserved ID in the first header-v3 request", 20)
 	want := []string{"expected a", "non-reserved ID in", "the first header-v3", "request"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("wrap = %q", got)
 	}
-	if got := wrap("abcdefghij", 4); strings.Join(got, "|") != "abcd|efgh|ij" {
+	if got := textdoc.Wrap("abcdefghij", 4); strings.Join(got, "|") != "abcd|efgh|ij" {
 		t.Errorf("wrap of a long word = %q", got)
 	}
 }
 
 func TestMarkdownEscape(t *testing.T) {
-	if got := mdEscape("a|b_c*d<e>[f]"); got != `a\|b\_c\*d\<e\>\[f\]` {
+	if got := textdoc.MarkdownEscape("a|b_c*d<e>[f]"); got != `a\|b\_c\*d\<e\>\[f\]` {
 		t.Errorf("mdEscape = %q", got)
 	}
 	out := string(render(t, incidentAnalysis(), AnalysisOptions{Format: "markdown", Verbose: true}))
@@ -564,7 +566,7 @@ func TestMarkdownEscape(t *testing.T) {
 			t.Errorf("broken table row %q", l)
 		}
 	}
-	if !strings.Contains(out, mdEscape(instA.String())) {
+	if !strings.Contains(out, textdoc.MarkdownEscape(instA.String())) {
 		t.Error("markdown shortens UUIDs; it should show them whole")
 	}
 }

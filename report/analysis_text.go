@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/kidscope/kidscope/decode"
 	"github.com/kidscope/kidscope/rules"
@@ -34,45 +33,6 @@ func paint(text string, s rules.Severity, on bool) string {
 		return text
 	}
 	return severityColor(s) + text + ansiReset
-}
-
-// shorten cuts s to at most n characters, the last being "…".
-func shorten(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
-// wrap breaks s into lines of at most width characters at spaces; a word
-// longer than width is cut.
-func wrap(s string, width int) []string {
-	if width < 1 {
-		width = 1
-	}
-	var lines []string
-	var cur []rune
-	for _, word := range strings.Fields(s) {
-		w := []rune(word)
-		if len(cur) > 0 && len(cur)+1+len(w) <= width {
-			cur = append(append(cur, ' '), w...)
-			continue
-		}
-		if len(cur) > 0 {
-			lines = append(lines, string(cur))
-			cur = nil
-		}
-		for len(w) > width {
-			lines = append(lines, string(w[:width]))
-			w = w[width:]
-		}
-		cur = w
-	}
-	if len(cur) > 0 || len(lines) == 0 {
-		lines = append(lines, string(cur))
-	}
-	return lines
 }
 
 // answerText is what a finding says of the broker's answer, for people.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kidscope/kidscope/report/internal/textdoc"
+
 	"github.com/kidscope/kidscope/kafka"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -46,57 +48,77 @@ type htmlDoc struct {
 	FindingN    int
 }
 
+// htmlBlock is a block of the document as the page shows it: every text
+// escaped (shown) before html/template escapes it for HTML.
 type htmlBlock struct {
 	H1, H2 string
-	Para   []span
-	KV     []kvPair
-	Grid   *grid
+	Para   []htmlSpan
+	KV     []htmlPair
+	Grid   *htmlGrid
 }
 
-func htmlBlocks(bs []block) []htmlBlock {
+type htmlSpan struct{ Text, Class string }
+
+type htmlPair struct {
+	Key    string
+	Values [][]htmlSpan
+}
+
+type htmlGrid struct {
+	Header []string
+	Rows   [][][]string
+}
+
+func htmlBlocks(bs []textdoc.Block) []htmlBlock {
 	out := make([]htmlBlock, 0, len(bs))
 	for _, b := range bs {
 		var h htmlBlock
-		switch b.kind {
-		case blockHeading1:
-			h.H1 = shown(b.text.String())
-		case blockHeading2:
-			h.H2 = shown(b.text.String())
-		case blockPara:
-			h.Para = b.text
-		case blockKV:
-			h.KV = b.kv
-		case blockGrid:
-			h.Grid = b.grid
+		switch b.Kind {
+		case textdoc.Heading1:
+			h.H1 = shown(b.Text.String())
+		case textdoc.Heading2:
+			h.H2 = shown(b.Text.String())
+		case textdoc.Para:
+			h.Para = htmlSpans(b.Text)
+		case textdoc.KV:
+			for _, p := range b.Pairs {
+				hp := htmlPair{Key: shown(p.Key)}
+				for _, v := range p.Values {
+					hp.Values = append(hp.Values, htmlSpans(v))
+				}
+				h.KV = append(h.KV, hp)
+			}
+		case textdoc.Table:
+			h.Grid = newHTMLGrid(b.Grid)
 		}
 		out = append(out, h)
 	}
 	return out
 }
 
-// The template reads these of the table's types.
-func (s span) Text() string { return shown(s.text) }
-func (s span) Class() string {
-	return map[bool]string{true: "sev-" + s.sev.String()}[s.colored && s.text != ""]
-}
-func (p kvPair) Key() string    { return p.key }
-func (p kvPair) Values() []line { return p.values }
-func (l line) Spans() []span    { return l }
-func (g *grid) Header() []string {
-	return g.header
+// htmlSpans are a line's spans, a styled one with its severity's class.
+func htmlSpans(l textdoc.Line) []htmlSpan {
+	out := make([]htmlSpan, len(l))
+	for i, s := range l {
+		out[i].Text = shown(s.Text)
+		if s.Style != "" && s.Text != "" {
+			out[i].Class = "sev-" + s.Style
+		}
+	}
+	return out
 }
 
-// Rows are the grid's cells escaped for display; html/template escapes
-// them for HTML. The spreadsheet-formula guard of shownCell is CSV's: in a
-// page it would show every "-" as "'-".
-func (g *grid) Rows() [][][]string {
-	out := make([][][]string, len(g.rows))
-	for i, r := range g.rows {
-		out[i] = make([][]string, len(r))
+// newHTMLGrid is the grid's cells escaped for display; html/template
+// escapes them for HTML. The spreadsheet-formula guard of shownCell is
+// CSV's: in a page it would show every "-" as "'-".
+func newHTMLGrid(g *textdoc.Grid) *htmlGrid {
+	out := &htmlGrid{Header: g.Header, Rows: make([][][]string, len(g.Rows))}
+	for i, r := range g.Rows {
+		out.Rows[i] = make([][]string, len(r))
 		for j, c := range r {
-			out[i][j] = make([]string, len(c))
+			out.Rows[i][j] = make([]string, len(c))
 			for k, s := range c {
-				out[i][j][k] = shown(s)
+				out.Rows[i][j][k] = shown(s)
 			}
 		}
 	}

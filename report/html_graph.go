@@ -3,6 +3,8 @@ package report
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/kidscope/kidscope/report/internal/textdoc"
 )
 
 // The instance inventory as a graph: each client instance ID on the left,
@@ -65,7 +67,7 @@ func instanceGraph(a *Analysis, st *docStyle, colors *idColors) *htmlGraph {
 		c := colors.color(in.ID)
 		sub := make([]string, 0, len(in.ClientIDs))
 		for _, id := range in.ClientIDs {
-			sub = append(sub, shorten(shown(id), 24))
+			sub = append(sub, textdoc.Shorten(shown(id), 24))
 		}
 		g.Instances = append(g.Instances, graphNode{X: graphLeftX, Y: y, Label: st.uuid(in.ID), Sub: strings.Join(sub, ", "), Color: c})
 		for _, b := range in.Brokers {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/kidscope/kidscope/report/internal/textdoc"
+
 	"github.com/kidscope/kidscope/rules"
 )
 
@@ -51,11 +53,11 @@ func WriteCatalog(w io.Writer, rs []rules.Rule) error {
 			fmt.Fprintln(bw)
 		}
 		fmt.Fprintln(bw, shown(g[0].Group.Title()))
-		t := &grid{header: []string{padRight("RULE", idW) + "\nSEVERITY · PROFILE", padRight("SUMMARY", sumW)}}
+		t := &textdoc.Grid{Header: []string{textdoc.PadRight("RULE", idW) + "\nSEVERITY · PROFILE", textdoc.PadRight("SUMMARY", sumW)}}
 		for _, r := range g {
-			t.rows = append(t.rows, [][]string{{r.ID, ruleKind(r)}, wrap(r.Summary, sumW)})
+			t.Rows = append(t.Rows, [][]string{{r.ID, ruleKind(r)}, textdoc.Wrap(r.Summary, sumW)})
 		}
-		if err := renderGrid(bw, t, false); err != nil {
+		if err := textdoc.WriteGrid(bw, t, false); err != nil {
 			return err
 		}
 		// The letters and names the summaries use (H, R, B, ZERO, ...)
@@ -131,12 +133,12 @@ func writeTerms(bw *bufio.Writer, terms []rules.Term, short bool) {
 		if short {
 			text = t.Short
 		}
-		for i, l := range wrap(text, termWidth-4-nameW) {
+		for i, l := range textdoc.Wrap(text, termWidth-4-nameW) {
 			name := ""
 			if i == 0 {
 				name = t.Name
 			}
-			fmt.Fprintln(bw, shown("  "+padRight(name, nameW)+"  "+l))
+			fmt.Fprintln(bw, shown("  "+textdoc.PadRight(name, nameW)+"  "+l))
 		}
 	}
 }
@@ -268,7 +270,7 @@ func WriteRule(w io.Writer, r rules.Rule, ex *RuleExample) error {
 		fmt.Fprintln(bw, shown(fmt.Sprintf("  %-9s %s", f[0], f[1])))
 	}
 	para := func(s string, indent string) {
-		for _, l := range wrap(s, termWidth-len(indent)) {
+		for _, l := range textdoc.Wrap(s, termWidth-len(indent)) {
 			fmt.Fprintln(bw, shown(indent+l))
 		}
 	}
@@ -306,7 +308,7 @@ func WriteRule(w io.Writer, r rules.Rule, ex *RuleExample) error {
 // Every text is escaped: a rule's words are literal, never Markdown.
 func WriteRulesMarkdown(w io.Writer, rs []rules.Rule, exs map[string]RuleExample) error {
 	bw := bufio.NewWriter(w)
-	md := func(s string) string { return mdEscape(shown(s)) }
+	md := func(s string) string { return textdoc.MarkdownEscape(shown(s)) }
 	fmt.Fprintln(bw, "# The rules kidscope checks")
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw, "<!-- Generated from kidscope's rule catalogue: go test ./cmd/kidscope -run TestRulesDocCurrent -update. Do not edit. -->")

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kidscope/kidscope/report/internal/textdoc"
+
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 
 	"github.com/kidscope/kidscope/rules"
@@ -117,7 +119,7 @@ func TestWriteRule(t *testing.T) {
 		for _, want := range []string{r.ID + "\n", "severity  " + r.Severity.String(), "group     " + r.Group.Title(),
 			"\nWhat fires\n", "\nWhy it matters\n", "\nHow to fix it\n",
 			"kidscope analyze DIR/" + r.Example + ".pcapng\n",
-			"\n    " + strings.Join(wrap(ex.Finding, termWidth-4), "\n    ") + "\n"} {
+			"\n    " + strings.Join(textdoc.Wrap(ex.Finding, termWidth-4), "\n    ") + "\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s: no %q in\n%s", r.ID, want, out)
 			}

@@ -1,56 +1,15 @@
 package report
 
-import (
-	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "github.com/kidscope/kidscope/report/internal/textdoc"
 
-// Strings a capture carries (client, group and member IDs) are written by
-// whoever reached the broker. shown makes one safe to print: every control
-// character (C0, DEL, C1), every format character (the bidi overrides and
-// isolates, zero-width ones) and every byte that is not UTF-8 is written as
-// an escape (\x1b, \u202e), so that it can neither move the cursor, clear
-// or retitle the terminal, nor reorder what is printed around it. JSON
-// escapes its strings itself and keeps them as sent.
-func shown(s string) string {
-	i := 0
-	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
-		i++
-	}
-	if i == len(s) {
-		return s // printable ASCII: nearly every string
-	}
-	var b strings.Builder
-	b.WriteString(s[:i])
-	for s = s[i:]; len(s) > 0; {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.Is(unicode.Cf, r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
+// shown makes a string from a capture safe to print (textdoc.Escape):
+// every control, format character and byte that is not UTF-8 is written
+// as an escape. JSON escapes its strings itself and keeps them as sent.
+func shown(s string) string { return textdoc.Escape(s) }
 
-// shownCell is shown for a CSV cell, which a spreadsheet takes as a formula
-// when it starts with = + - or @ (a tab or carriage return is escaped by
-// shown already): such a cell gets a leading apostrophe, as OWASP advises.
-func shownCell(s string) string {
-	s = shown(s)
-	if s != "" && strings.ContainsRune("=+-@", rune(s[0])) {
-		return "'" + s
-	}
-	return s
-}
+// shownCell is shown for a CSV cell, with the spreadsheet-formula guard
+// (textdoc.EscapeCell).
+func shownCell(s string) string { return textdoc.EscapeCell(s) }
 
 // SafeText is shown for the lines a command writes itself (an input
 // problem on stderr names a file and may quote its bytes).

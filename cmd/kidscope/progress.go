@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/kidscope/kidscope/internal/size"
+
 	"github.com/kidscope/kidscope/pipeline"
 )
 
@@ -40,8 +42,8 @@ func (b *progressBar) tick(p pipeline.Progress) {
 		return
 	}
 	el := time.Since(b.start).Seconds()
-	rate := float64(p.FileBytes) / max(el, 1e-3) / 1e6
-	line := fmt.Sprintf("%s read, %d packets, %.0f MB/s", humanBytes(p.FileBytes), p.Packets, rate)
+	rate := int64(float64(p.FileBytes) / max(el, 1e-3))
+	line := fmt.Sprintf("%s read, %d packets, %s/s", size.Human(p.FileBytes), p.Packets, size.Human(rate))
 	if b.total > 0 {
 		frac := min(float64(p.FileBytes)/float64(b.total), 1)
 		const width = 24
@@ -67,14 +69,4 @@ func (b *progressBar) clear() {
 	if b != nil && b.shown {
 		fmt.Fprint(b.w, "\r\x1b[K")
 	}
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%d kB", n/1000)
 }

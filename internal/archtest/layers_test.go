@@ -20,16 +20,17 @@ const module = "github.com/kidscope/kidscope/"
 // beside them, and pipeline wiring the stages. Commands and tools above
 // them may import anything.
 var allowed = map[string][]string{
-	"kafka":          {},
-	"capture/filter": {},
-	"capture":        {"capture/filter", "kafka"},
-	"reassembly":     {"capture", "kafka"},
-	"decode":         {"kafka"},
-	"tlsdec":         {"kafka"},
-	"rules":          {"decode", "kafka"},
-	"result":         {"capture", "reassembly", "decode", "kafka"},
-	"report":         {"decode", "kafka", "result", "rules"},
-	"pipeline":       {"capture", "capture/filter", "reassembly", "tlsdec", "decode", "rules", "result", "kafka"},
+	"kafka":                   {},
+	"capture/filter":          {},
+	"capture":                 {"capture/filter", "kafka"},
+	"reassembly":              {"capture", "kafka"},
+	"decode":                  {"kafka"},
+	"tlsdec":                  {"kafka"},
+	"rules":                   {"decode", "kafka"},
+	"result":                  {"capture", "reassembly", "decode", "kafka"},
+	"report":                  {"decode", "kafka", "result", "rules", "report/internal/textdoc", "internal/size"},
+	"report/internal/textdoc": {},
+	"pipeline":                {"capture", "capture/filter", "reassembly", "tlsdec", "decode", "rules", "result", "kafka"},
 }
 
 // pure are the packages that must do no I/O and start no goroutines.

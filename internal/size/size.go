@@ -50,15 +50,18 @@ func syntaxError(s string) error {
 	return fmt.Errorf("%q: want a size such as 1MB, 1MiB, 1M or 1048576", s)
 }
 
-// Human writes n with a decimal unit: "1.07 GB", "20.0 MB".
+// Human is n bytes for people, in binary units as the sizes flags accept
+// them (2,069 bytes: 2.0 KiB): the one byte formatter of every output, so
+// that a run never shows one size two ways.
 func Human(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
 	}
-	return fmt.Sprintf("%d B", n)
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
