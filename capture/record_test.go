@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
@@ -351,7 +353,8 @@ func TestRecorderStreams(t *testing.T) {
 	if m := modeOf(t, path); m.Type() != fs.ModeNamedPipe || m.Perm() != 0o600 {
 		t.Errorf("the FIFO became %v", m)
 	}
-	r, err = NewRecorder(os.DevNull, layers.LinkTypeEthernet, 65535, RecordOptions{Force: true})
+	null := nullDevice(t)
+	r, err = NewRecorder(null, layers.LinkTypeEthernet, 65535, RecordOptions{Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,9 +364,28 @@ func TestRecorderStreams(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if m := modeOf(t, os.DevNull); m.Perm() != 0o666 {
-		t.Errorf("%s now has mode %v", os.DevNull, m)
+	if m := modeOf(t, null); m.Type() != fs.ModeDevice|fs.ModeCharDevice || m.Perm() != 0o666 {
+		t.Errorf("%s now has mode %v", null, m)
 	}
+}
+
+// nullDevice is a character device that discards what is written to it:
+// as root, a node of the test's own made like /dev/null (1, 3), so that a
+// recorder that wrongly replaced it would break the test, not the
+// machine; otherwise /dev/null itself, which such a user cannot replace.
+func nullDevice(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return os.DevNull
+	}
+	path := filepath.Join(t.TempDir(), "null")
+	if err := unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatalf("mknod %s: %v", path, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestUnsafeDirectory(t *testing.T) {

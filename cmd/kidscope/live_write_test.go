@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // runUmask runs the binary under a umask (sh sets it; the test process's
@@ -119,14 +121,24 @@ func TestLiveWriteMode(t *testing.T) {
 	if out, errOut, code := runKidscope(t, "analyze", "-o", "json", planted); code != 0 {
 		t.Errorf("analyze of the replaced file: exit %d: %s %s", code, errOut, out)
 	}
-	// /dev/null is not a regular file: refused, and written into with --force.
-	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", os.DevNull, "--duration", "1s", "-o", "json"); code != 2 || !strings.Contains(stderr, "/dev/null is not a regular file") {
-		t.Errorf("--write /dev/null: exit %d: %s", code, stderr)
+	// A null device is not a regular file: refused, and written into with
+	// --force. It is a node of the test's own (1, 3, as /dev/null): a bug
+	// that replaced it must fail this test, not break the machine's
+	// /dev/null for every later process.
+	null := filepath.Join(t.TempDir(), "null")
+	if err := unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatalf("mknod %s: %v", null, err)
 	}
-	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", os.DevNull, "--force", "--duration", "1s", "-o", "json"); code != 0 {
-		t.Errorf("--write /dev/null --force: exit %d: %s", code, stderr)
+	if err := os.Chmod(null, 0o666); err != nil {
+		t.Fatal(err)
 	}
-	if fi, err := os.Stat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 || fi.Mode().Perm() != 0o666 {
-		t.Errorf("%s is now %v (%v)", os.DevNull, fi.Mode(), err)
+	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", null, "--duration", "1s", "-o", "json"); code != 2 || !strings.Contains(stderr, null+" is not a regular file") {
+		t.Errorf("--write %s: exit %d: %s", null, code, stderr)
+	}
+	if stderr, code := runUmask(t, "022", "live", "-i", "lo", "--write", null, "--force", "--duration", "1s", "-o", "json"); code != 0 {
+		t.Errorf("--write %s --force: exit %d: %s", null, code, stderr)
+	}
+	if fi, err := os.Stat(null); err != nil || fi.Mode()&os.ModeCharDevice == 0 || fi.Mode().Perm() != 0o666 {
+		t.Errorf("%s is now %v (%v)", null, fi.Mode(), err)
 	}
 }
