@@ -142,7 +142,10 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	streamOut := ff.output == "ndjson"
 	lines := &findingLines{stdout: stdout, ndjson: streamOut, quiet: ff.quiet, verbose: rf.verbose, color: colorWanted(cmd, os.Stderr), form: form}
 	emit := func(fs []rules.Finding) {
-		files := m.Files()
+		if len(fs) == 0 {
+			return
+		}
+		files, origins := m.Files(), m.Origins()
 		for i := range fs {
 			f := &fs[i]
 			if !choice.filter.Wants(f) {
@@ -151,7 +154,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			if metrics != nil {
 				metrics.finding(f)
 			}
-			lines.write(files, f, nil)
+			lines.write(files, origins, f, nil)
 		}
 	}
 	said := map[bool]bool{}
@@ -247,5 +250,5 @@ func fleetReport(rep *report.Analysis, m *fleet.Merger) {
 	}
 	rep.Summary = m.Summary()
 	rep.Summary.Files = m.Files()
-	rep.Files = rep.Summary.Files
+	rep.Files, rep.Origins = rep.Summary.Files, m.Origins()
 }
