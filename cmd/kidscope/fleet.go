@@ -53,7 +53,10 @@ with two IDs; broker-id-reissued: one telemetry ID given to two clients) is foun
 both are on one member: for those, run one member. Findings are
 printed as they are made (a line of text on stderr with a document format, NDJSON finding
 objects with -o ndjson, the default when standard output is not a terminal), and the fleet
-report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). --from-beginning
+report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). Kafka delivers at least once:
+a member that takes over another's partitions can report again what that one reported since
+its last commit, with the same "id" (a finding's stable ID), by which a consumer drops the
+repeat. --from-beginning
 --until-end reads what the topic holds from its oldest record to its newest and stops: a
 one-shot report, without a group.
 
