@@ -125,7 +125,7 @@ var cliJSONNames = []string{
 	"schema_version",
 	"summary", "summary.files", "summary.packets", "summary.bytes", "summary.connections",
 	"summary.requests", "summary.responses", "summary.findings_by_severity", "summary.findings_by_severity.error",
-	"findings", "findings.rule", "findings.severity", "findings.file", "findings.frame", "findings.related_frames",
+	"findings", "findings.id", "findings.rule", "findings.severity", "findings.file", "findings.frame", "findings.related_frames",
 	"findings.connection", "findings.connection.client", "findings.connection.broker",
 	"findings.api_key", "findings.api_name", "findings.api_version", "findings.correlation_id",
 	"findings.expected", "findings.seen", "findings.broker_answer", "findings.message",
