@@ -26,7 +26,10 @@
 // connections, and for the §1 precedence on the requests it replayed, and
 // each agent's for every other rule: those need every message of a
 // connection, which only the agent saw. A finding is told apart by its
-// agent, run, file, frame, rule and values, and is emitted once.
+// agent, run, file, frame, rule and values, and is emitted once; the same
+// make its ID (report.FindingID, of the Merger's Origins), which a member
+// that reads the records again after another gives the finding again, so
+// that a consumer of the stream drops the repeat.
 //
 // The Merger's state is bounded: the engine's caps, the records waiting
 // to be put in order, and generational sets of what was replayed and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kidscope/kidscope/kafka"
+	"github.com/kidscope/kidscope/report"
 	"github.com/kidscope/kidscope/result"
 	"github.com/kidscope/kidscope/rules"
 )
@@ -44,6 +45,10 @@ type Merger struct {
 	engine  *rules.Engine
 	pending pendingHeap
 	files   []string
+	// origins are the files' agents, runs and names, which the findings'
+	// IDs are made of (report.FindingID): files are presentation, and
+	// numbered in the order this member read them.
+	origins []report.Origin
 	fileIdx map[fileKey]int
 	conns   map[connKey]fleetConn
 	ids     map[connKey]int // the fleet's numbers of the agents' connections
@@ -255,6 +260,7 @@ func (m *Merger) file(agent, run string) func(string) int {
 		i := len(m.files)
 		m.fileIdx[k] = i
 		m.files = append(m.files, agent+":"+name)
+		m.origins = append(m.origins, report.Origin{Agent: agent, Run: run, File: name})
 		return i
 	}
 }
@@ -366,6 +372,12 @@ func (m *Merger) take(f rules.Finding) {
 // Files names the fleet's files: agent:file (the interface, or the file
 // the agent wrote), index by index.
 func (m *Merger) Files() []string { return slices.Clone(m.files) }
+
+// Origins are what the fleet's files stand for in the findings' IDs
+// (report.Analysis.Origins), index by index: the agent, its run and its
+// name of the file. A finding has one ID whichever member reads it, and
+// in whatever order, once or again.
+func (m *Merger) Origins() []report.Origin { return slices.Clone(m.origins) }
 
 // Agents lists the agents in the order first seen.
 func (m *Merger) Agents() []result.Agent {

@@ -190,3 +190,187 @@ func TestReportsReadTwice(t *testing.T) {
 		t.Errorf("nothing read: %d packets, %d connections, %d brokers", s.Capture.Packets, len(once.Connections), len(once.Brokers))
 	}
 }
+
+// idAgents are agents (one per connection, as agents) that also note the
+// ID of each finding they publish, as their own report gives it: of the
+// agent, its run and its file.
+type idAgents struct {
+	agents
+	ids map[string]string // key → ID
+}
+
+func (a *idAgents) Found(f *rules.Finding, c kafka.Conn) {
+	a.agents.Found(f, c)
+	if a.ids == nil {
+		a.ids = map[string]string{}
+	}
+	a.ids[a.agentOf(c)+" "+key(*f)] = report.FindingID(report.Origin{Agent: a.agentOf(c), Run: "run-1", File: a.file}, f)
+}
+
+// fleetIDs are the IDs of findings the fleet made, by agent and key.
+func fleetIDs(t *testing.T, m *fleet.Merger, fs []rules.Finding, into map[string]string) {
+	t.Helper()
+	origins := m.Origins()
+	for i := range fs {
+		f := &fs[i]
+		o := origins[f.At.File]
+		k := o.Agent + " " + o.File + " " + key(*f)
+		id := report.FindingID(o, f)
+		if prev, ok := into[k]; ok && prev != id {
+			t.Errorf("%s: IDs %s and %s", k, prev, id)
+		}
+		into[k] = id
+	}
+}
+
+// TestFleetFindingIDs: for every bundled sample and real-client capture
+// published by one agent per connection, each finding the fleet reports
+// has the ID its agent gave it (the fleet's agent:file names and its
+// numbering of files and connections are not in it), those of the rules
+// across connections that the fleet makes itself included; and no two
+// findings of a report share an ID, nor two of analyze's.
+func TestFleetFindingIDs(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../samples/captures/*.pcapng", "../testdata/real/*.pcap"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	checked, cross := 0, 0
+	for _, file := range files {
+		ports := reassembly.DefaultPorts()
+		if strings.Contains(file, "testdata/real") {
+			ports = reassembly.Ports{Auto: true}
+		}
+		base := pipeline.Options{Files: []string{file}, Reassembly: reassembly.Options{Ports: ports}, Rules: &pipeline.Check{}}
+		ag := &idAgents{agents: agents{file: filepath.Base(file)}}
+		whole, err := pipeline.Run(context.Background(), base, ag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{}
+		for i := range whole.Rules.Findings {
+			f := &whole.Rules.Findings[i]
+			id := report.FindingID(report.Origin{File: file}, f)
+			if prev, ok := seen[id]; ok {
+				t.Errorf("%s: %s and %s have one ID", file, prev, key(*f))
+			}
+			seen[id] = key(*f)
+		}
+		m := fleet.NewMerger(fleet.Options{})
+		for _, b := range ag.records {
+			r, err := fleet.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Add(r, false)
+		}
+		m.Flush()
+		res := m.Result()
+		origins := m.Origins()
+		seen = map[string]string{}
+		for i := range res.Findings {
+			f := &res.Findings[i]
+			o := origins[f.At.File]
+			id := report.FindingID(o, f)
+			if prev, ok := seen[id]; ok {
+				t.Errorf("%s: the fleet's %s and %s have one ID", file, prev, key(*f))
+			}
+			seen[id] = key(*f)
+			want, ok := ag.ids[o.Agent+" "+key(*f)]
+			if !ok {
+				t.Errorf("%s: the fleet's %s of %s: no agent made it", file, key(*f), o.Agent)
+				continue
+			}
+			if id != want {
+				t.Errorf("%s: the fleet's %s has ID %s, its agent's %s", file, key(*f), id, want)
+			}
+			checked++
+			if rules.CrossConnection(f.Rule) {
+				cross++
+			}
+		}
+	}
+	if checked < 50 || cross == 0 {
+		t.Errorf("%d findings checked, %d of the rules across connections: the test shows little", checked, cross)
+	}
+}
+
+// TestFleetRepeatHasItsID is the at-least-once window: a fleet member
+// read a partition, reported its findings and stopped before it committed
+// the second half of it; the member that takes the partition over reads
+// the first half again (to rebuild the state) and the second half as new,
+// and reports those findings again. Each has the ID it had the first
+// time, though the new member also holds another partition, whose agents
+// shift its numbering of files and connections: a consumer drops the
+// repeats by ID. No two different findings share one.
+func TestFleetRepeatHasItsID(t *testing.T) {
+	var p0, p1 [][]byte // two partitions: the captures' agents, alternately
+	for i, name := range []string{"tel-push-after-terminating", "inst-shared", "tel-assigned-not-reused", "inst-split",
+		"tel-broker-reissues-id", "grp-join-rejoin-wrong", "hdr-seed-changed", "broker-mixed"} {
+		file := filepath.Join("..", "samples", "captures", name+".pcapng")
+		ag := &agents{file: filepath.Base(file)}
+		if _, err := pipeline.Run(context.Background(), pipeline.Options{Files: []string{file},
+			Reassembly: reassembly.Options{Ports: reassembly.DefaultPorts()}, Rules: &pipeline.Check{}}, ag); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			p0 = append(p0, ag.records...)
+		} else {
+			p1 = append(p1, ag.records...)
+		}
+	}
+	read := func(m *fleet.Merger, recs [][]byte, again func(i int) bool, emitted map[string]string) {
+		for i, b := range recs {
+			r, err := fleet.Decode(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fleetIDs(t, m, m.Add(r, again(i)), emitted)
+		}
+	}
+	// The first member holds p0, reports everything, and stops.
+	first := fleet.NewMerger(fleet.Options{})
+	firstIDs := map[string]string{}
+	read(first, p0, func(int) bool { return false }, firstIDs)
+	fleetIDs(t, first, first.Flush(), firstIDs)
+
+	// The second had p1 committed before, takes p0 over committed to
+	// half, and reads both from their start.
+	second := fleet.NewMerger(fleet.Options{})
+	secondIDs := map[string]string{}
+	half := len(p0) / 2
+	read(second, p1, func(int) bool { return true }, secondIDs)
+	read(second, p0, func(i int) bool { return i < half }, secondIDs)
+	fleetIDs(t, second, second.Flush(), secondIDs)
+
+	repeated, renumbered := 0, 0
+	for k, id := range secondIDs {
+		if want, ok := firstIDs[k]; ok {
+			repeated++
+			if id != want {
+				t.Errorf("%s: reported again with ID %s, first with %s", k, id, want)
+			}
+		}
+	}
+	if repeated == 0 {
+		t.Fatal("the second member reported no finding again: the test shows nothing")
+	}
+	for i, f := range second.Files() {
+		if i < len(first.Files()) && first.Files()[i] != f {
+			renumbered++
+		}
+	}
+	if renumbered == 0 {
+		t.Errorf("the second member numbered the files as the first: the test shows no renumbering")
+	}
+	byID := map[string]string{}
+	for _, ids := range []map[string]string{firstIDs, secondIDs} {
+		for k, id := range ids {
+			if prev, ok := byID[id]; ok && prev != k {
+				t.Errorf("%s and %s have one ID %s", prev, k, id)
+			}
+			byID[id] = k
+		}
+	}
+	t.Logf("%d findings first, %d reported again, %d files renumbered", len(firstIDs), repeated, renumbered)
+}

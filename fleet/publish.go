@@ -143,6 +143,9 @@ func NewPublisher(opt PublisherOptions) (*Publisher, error) {
 // Run is the name of this run of the agent.
 func (p *Publisher) Run() string { return p.run }
 
+// Agent is the agent's name in what it publishes.
+func (p *Publisher) Agent() string { return p.opt.Agent }
+
 // Counts are the records handed to the producer, delivered, and dropped.
 func (p *Publisher) Counts() (published, delivered, dropped int64) {
 	return p.published.Load(), p.delivered.Load(), p.dropped.Load()

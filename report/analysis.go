@@ -11,7 +11,12 @@ import (
 // Analysis is everything `kidscope analyze` reports: the inputs and their
 // counters, and what the rules found.
 type Analysis struct {
-	Files   []string
+	Files []string
+	// Origins, when set, are what Files stand for in the findings' IDs
+	// (FindingID), index by index: the agent and run of a run that
+	// publishes, or the fleet's agents' own names of its agent:file
+	// files. Without them a file is its name in Files, of no agent.
+	Origins []Origin
 	Summary result.Summary
 	Result  rules.Result
 	// Run, when set, is kidscope's version, the options and the inputs,

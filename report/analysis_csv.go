@@ -14,13 +14,14 @@ import (
 )
 
 // findingColumns are the csv columns: the JSON finding's field names, with
-// connection split into client and broker, and without answer (the typed
-// form of broker_answer). expected and seen are the values in words, as
+// connection split into client and broker, without answer (the typed
+// form of broker_answer), and with id last, where it was added (a column
+// is never moved). expected and seen are the values in words, as
 // the table says them. Lists are joined with spaces; null is empty.
 var findingColumns = []string{
 	"rule", "severity", "file", "frame", "time", "related_frames", "related", "client", "broker",
 	"connection_id", "api_key", "api_name", "api_version", "correlation_id", "expected", "seen",
-	"broker_answer", "message", "after_gap", "also", "count",
+	"broker_answer", "message", "after_gap", "also", "count", "id",
 }
 
 // The findingColumns that rows other than a finding's fill.
@@ -57,7 +58,7 @@ func (j *findingJSON) csvFields() []string {
 		shownCell(strings.Join(relFile, " ")), j.Connection.Client, j.Connection.Broker, strconv.Itoa(j.ConnectionID),
 		opt16(j.APIKey), shownCell(optStr(j.APIName)), opt16(j.APIVersion), corr, shownCell(j.Expected.text()), shownCell(j.Seen.text()),
 		shownCell(optStr(j.BrokerAnswer)), shownCell(j.Message), strconv.FormatBool(j.AfterGap), strings.Join(j.Also, " "),
-		strconv.FormatInt(j.Count, 10),
+		strconv.FormatInt(j.Count, 10), j.ID,
 	}
 }
 
@@ -75,7 +76,7 @@ func unlistedRows(a *Analysis) [][]string {
 	row := func(rule, client, broker, conn string, n int64, msg string) {
 		r, _ := rules.Lookup(rule)
 		rows = append(rows, []string{rule, r.Severity.String(), "", "", "", "", "", client, broker, conn,
-			"", "", "", "", "", "", "", msg, "", "", strconv.FormatInt(n, 10)})
+			"", "", "", "", "", "", "", msg, "", "", strconv.FormatInt(n, 10), ""})
 	}
 	kept := commas(int64(len(res.Findings)))
 	inRows := map[string]int64{}
@@ -118,7 +119,7 @@ func writeAnalysisCSV(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 		return err
 	}
 	for i := range a.Result.Findings {
-		j := newFindingJSON(a.Files, &a.Result.Findings[i], opt.UUID)
+		j := newFindingJSON(a.Files, a.Origins, &a.Result.Findings[i], opt.UUID)
 		if err := c.Write(j.csvFields()); err != nil {
 			return err
 		}

@@ -133,6 +133,8 @@ type whereJSON struct {
 }
 
 type findingJSON struct {
+	// ID is the finding's stable ID (FindingID).
+	ID            string         `json:"id"`
 	Rule          string         `json:"rule"`
 	Severity      string         `json:"severity"`
 	File          string         `json:"file"`
@@ -248,9 +250,9 @@ func whereOf(files []string, w kafka.FrameRef) *whereJSON {
 	return &whereJSON{File: fileName(files, w.File), Frame: w.Frame, Time: timeText(w.Time)}
 }
 
-func newFindingJSON(files []string, f *rules.Finding, form UUIDForm) findingJSON {
+func newFindingJSON(files []string, origins []Origin, f *rules.Finding, form UUIDForm) findingJSON {
 	j := findingJSON{
-		Rule: f.Rule, Severity: f.Severity.String(), File: fileName(files, f.At.File), Frame: f.At.Frame,
+		ID: FindingID(originOf(files, origins, f.At.File), f), Rule: f.Rule, Severity: f.Severity.String(), File: fileName(files, f.At.File), Frame: f.At.Frame,
 		Time: timeText(f.At.Time), RelatedFrames: []int64{}, Related: []relatedJSON{},
 		Connection:   endpointsJSON{Client: f.Conn.Client.String(), Broker: f.Conn.Broker.String()},
 		ConnectionID: f.ConnID,
@@ -420,7 +422,7 @@ func newAnalysisJSON(a *Analysis, form UUIDForm) *analysisJSON {
 		Matrix: newMatrixJSON(&res.Matrix),
 	}
 	for i := range res.Findings {
-		doc.Findings = append(doc.Findings, newFindingJSON(a.Files, &res.Findings[i], form))
+		doc.Findings = append(doc.Findings, newFindingJSON(a.Files, a.Origins, &res.Findings[i], form))
 	}
 	for i := range res.Connections {
 		doc.Connections = append(doc.Connections, newConnectionJSON(a.Files, &res.Connections[i], form))
@@ -581,9 +583,10 @@ func writeAnalysisNDJSON(w io.Writer, a *Analysis, opt AnalysisOptions) error {
 // WriteFindingLine writes one finding as an ndjson line of kind "finding",
 // with the fields of analyze's JSON findings, in one Write: what `live`
 // streams as findings are made. files are the input names the finding's
-// file index refers to.
-func WriteFindingLine(w io.Writer, files []string, f *rules.Finding, form UUIDForm) error {
-	j := newFindingJSON(files, f, form)
+// file index refers to, origins what they stand for in its ID
+// (Analysis.Origins).
+func WriteFindingLine(w io.Writer, files []string, origins []Origin, f *rules.Finding, form UUIDForm) error {
+	j := newFindingJSON(files, origins, f, form)
 	b, err := marshalLine(ndjsonFinding{"finding", &j})
 	if err != nil {
 		return err

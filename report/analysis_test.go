@@ -127,7 +127,7 @@ var cliJSONNames = []string{
 	"schema_version",
 	"summary", "summary.files", "summary.packets", "summary.bytes", "summary.connections",
 	"summary.requests", "summary.responses", "summary.findings_by_severity", "summary.findings_by_severity.error",
-	"findings", "findings.rule", "findings.severity", "findings.file", "findings.frame", "findings.related_frames",
+	"findings", "findings.id", "findings.rule", "findings.severity", "findings.file", "findings.frame", "findings.related_frames",
 	"findings.connection", "findings.connection.client", "findings.connection.broker",
 	"findings.api_key", "findings.api_name", "findings.api_version", "findings.correlation_id",
 	"findings.expected", "findings.seen", "findings.broker_answer", "findings.message",
@@ -376,7 +376,7 @@ func TestWriteFindingLine(t *testing.T) {
 	for i := range a.Result.Findings {
 		f := &a.Result.Findings[i]
 		var buf bytes.Buffer
-		if err := WriteFindingLine(&buf, a.Files, f, UUIDKafka); err != nil {
+		if err := WriteFindingLine(&buf, a.Files, nil, f, UUIDKafka); err != nil {
 			t.Fatal(err)
 		}
 		if n := bytes.Count(buf.Bytes(), []byte("\n")); n != 1 || !bytes.HasSuffix(buf.Bytes(), []byte("\n")) {
@@ -386,8 +386,17 @@ func TestWriteFindingLine(t *testing.T) {
 		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
 			t.Fatal(err)
 		}
-		if m["kind"] != "finding" || m["rule"] != f.Rule || m["frame"] != float64(f.At.Frame) {
+		if m["kind"] != "finding" || m["rule"] != f.Rule || m["frame"] != float64(f.At.Frame) ||
+			m["id"] != FindingID(Origin{File: a.Files[f.At.File]}, f) {
 			t.Errorf("line %s", buf.String())
+		}
+		// An agent's line: the ID is of its agent and run too.
+		buf.Reset()
+		if err := WriteFindingLine(&buf, a.Files, AgentOrigins("host-1", "r1", a.Files), f, UUIDKafka); err != nil {
+			t.Fatal(err)
+		}
+		if want := FindingID(Origin{"host-1", "r1", a.Files[f.At.File]}, f); !strings.Contains(buf.String(), `"id":"`+want+`"`) || want == m["id"] {
+			t.Errorf("agent's line %s: want id %s", buf.String(), want)
 		}
 		txt := FormatFindingText(a.Files, f, false)
 		if strings.ContainsAny(txt, "\n\x1b") || !strings.Contains(txt, f.Rule) || !strings.Contains(txt, f.Conn.Client.String()) {

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,7 +125,7 @@ func TestCapsNamedEverywhere(t *testing.T) {
 	var changed int64
 	for _, r := range recs[1:] {
 		if r[0] == rules.HeaderIDChanged {
-			n, _ := strconv.ParseInt(r[len(r)-1], 10, 64)
+			n, _ := strconv.ParseInt(r[slices.Index(findingColumns, "count")], 10, 64)
 			changed += n
 		}
 	}

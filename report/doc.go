@@ -4,8 +4,10 @@
 // writes user output, and it owns all of its wording: a finding's
 // message, its expected and seen values and the broker's answer are said
 // here, from the rule catalogue and the finding's typed evidence, with IDs
-// in the chosen UUID text form. It does not know where the result came
-// from.
+// in the chosen UUID text form. It also names each finding with a stable
+// ID (findingid.go), the same in every format and from every run that
+// reports it. It does not know where the result came from, but for the
+// agents and runs behind a fleet's files (Analysis.Origins).
 //
 // Counts are true counts: the engine's caps keep the first findings and
 // evidence frames and the most recent connections and instances, and count

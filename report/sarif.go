@@ -175,6 +175,10 @@ type sarifResult struct {
 // sarifResultProps are the finding's evidence as analyze's JSON has it:
 // capture strings in them are escaped (shown), as in the message.
 type sarifResultProps struct {
+	// ID is the finding's stable ID (FindingID), as -o json's id: not a
+	// fingerprint, which would make each frame's finding an alert of its
+	// own (partialFingerprints says what is the same alert).
+	ID            string   `json:"id"`
 	File          string   `json:"file"`
 	Frame         int64    `json:"frame"`
 	Time          *string  `json:"time,omitempty"`
@@ -407,7 +411,7 @@ func newSARIFLog(a *Analysis, opt AnalysisOptions) *sarifLog {
 			RelatedLocations:    []sarifLocation{},
 			PartialFingerprints: map[string]string{sarifFingerprintKey: sarifFingerprint(f)},
 			Properties: sarifResultProps{
-				File: file, Frame: f.At.Frame, Time: timeText(f.At.Time),
+				ID: FindingID(originOf(a.Files, a.Origins, f.At.File), f), File: file, Frame: f.At.Frame, Time: timeText(f.At.Time),
 				Client: f.Conn.Client.String(), Broker: f.Conn.Broker.String(), ConnectionID: f.ConnID,
 				Expected: shown(valueText(f.Expected, opt.UUID.format)), Seen: shown(valueText(f.Seen, opt.UUID.format)),
 				BrokerAnswer: answerName(f.Answer), AfterGap: f.AfterGap, Also: f.Also, Count: max(f.Count, 1),

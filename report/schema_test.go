@@ -127,6 +127,9 @@ func TestAnalysisSchema(t *testing.T) {
 		{`"mid_stream": false,`, `"mid_stream": false, "extra": 1,`},
 		{`"workers": 8,`, `"workers": 8, "extra": 1,`},
 		{`"context": null`, `"context": "body"`},
+		{`"id": "4ea4520edebb333f375d5e1a05a1ada2",`, ``},
+		{`"id": "4ea4520edebb333f375d5e1a05a1ada2"`, `"id": "4EA4520EDEBB333F375D5E1A05A1ADA2"`},
+		{`"id": "4ea4520edebb333f375d5e1a05a1ada2"`, `"id": "4ea4520e-debb-333f-375d-5e1a05a1ada2"`},
 	} {
 		bad := strings.Replace(string(good), c.from, c.to, 1)
 		if bad == string(good) {

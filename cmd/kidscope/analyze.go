@@ -215,7 +215,7 @@ what a cap leaves out is counted in the report.`,
 			note := applyScope(&scope, &run, form)
 			code := rf.exitCode(&choice, &run, opt.Reassembly.Ports, "")
 			exit := exitCodeOf(&run.Summary, code)
-			rep := &report.Analysis{Files: displayNames(files), Summary: run.Summary, Result: run.Rules, Scope: note}
+			rep := &report.Analysis{Files: names, Origins: publishedOrigins(pub, names), Summary: run.Summary, Result: run.Rules, Scope: note}
 			if ladders != nil {
 				rep.Ladders = ladders.ladders(&run.Rules)
 			}

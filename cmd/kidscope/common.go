@@ -271,7 +271,9 @@ type findingLines struct {
 }
 
 // write writes f, when it is shown, after calling before (nil: nothing).
-func (w *findingLines) write(files []string, f *rules.Finding, before func()) {
+// files name its frames' files, origins say what they stand for in its ID
+// (report.Analysis.Origins; nil: a run that publishes nothing).
+func (w *findingLines) write(files []string, origins []report.Origin, f *rules.Finding, before func()) {
 	if !w.ndjson && (w.quiet || f.Severity <= rules.Info && !w.verbose) {
 		return
 	}
@@ -279,7 +281,7 @@ func (w *findingLines) write(files []string, f *rules.Finding, before func()) {
 		before()
 	}
 	if w.ndjson {
-		_ = report.WriteFindingLine(w.stdout, files, f, w.form)
+		_ = report.WriteFindingLine(w.stdout, files, origins, f, w.form)
 		return
 	}
 	fmt.Fprintln(os.Stderr, report.FormatFindingText(files, f, w.color))

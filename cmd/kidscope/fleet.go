@@ -53,7 +53,10 @@ with two IDs; broker-id-reissued: one telemetry ID given to two clients) is foun
 both are on one member: for those, run one member. Findings are
 printed as they are made (a line of text on stderr with a document format, NDJSON finding
 objects with -o ndjson, the default when standard output is not a terminal), and the fleet
-report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). --from-beginning
+report, with an AGENTS section, when it stops (Ctrl-C, SIGTERM). Kafka delivers at least once:
+a member that takes over another's partitions can report again what that one reported since
+its last commit, with the same "id" (a finding's stable ID), by which a consumer drops the
+repeat. --from-beginning
 --until-end reads what the topic holds from its oldest record to its newest and stops: a
 one-shot report, without a group.
 
@@ -142,7 +145,10 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 	streamOut := ff.output == "ndjson"
 	lines := &findingLines{stdout: stdout, ndjson: streamOut, quiet: ff.quiet, verbose: rf.verbose, color: colorWanted(cmd, os.Stderr), form: form}
 	emit := func(fs []rules.Finding) {
-		files := m.Files()
+		if len(fs) == 0 {
+			return
+		}
+		files, origins := m.Files(), m.Origins()
 		for i := range fs {
 			f := &fs[i]
 			if !choice.filter.Wants(f) {
@@ -151,7 +157,7 @@ func runFleet(cmd *cobra.Command, ff *fleetFlags, rf *ruleFlags) error {
 			if metrics != nil {
 				metrics.finding(f)
 			}
-			lines.write(files, f, nil)
+			lines.write(files, origins, f, nil)
 		}
 	}
 	said := map[bool]bool{}
@@ -247,5 +253,5 @@ func fleetReport(rep *report.Analysis, m *fleet.Merger) {
 	}
 	rep.Summary = m.Summary()
 	rep.Summary.Files = m.Files()
-	rep.Files = rep.Summary.Files
+	rep.Files, rep.Origins = rep.Summary.Files, m.Origins()
 }

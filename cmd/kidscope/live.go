@@ -322,7 +322,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 		if rec != nil {
 			files = rec.Files()
 		}
-		lines.write(files, f, func() {
+		lines.write(files, publishedOrigins(pub, files), f, func() {
 			status.clear() // a terminal shows stdout and stderr on one screen
 			findings++
 			noteFrames(f)
@@ -375,7 +375,7 @@ func runLive(cmd *cobra.Command, in *inputFlags, rf *ruleFlags, lf *liveFlags, p
 	if pub != nil {
 		pub.Report(sum, &run.Rules) // Close, deferred, waits for it
 	}
-	rep := &report.Analysis{Files: sum.Files, Summary: *sum, Result: run.Rules, Run: runInfo}
+	rep := &report.Analysis{Files: sum.Files, Origins: publishedOrigins(pub, sum.Files), Summary: *sum, Result: run.Rules, Run: runInfo}
 	err = report.WriteAnalysis(stdout, rep, report.AnalysisOptions{Format: in.output, UUID: form, Verbose: rf.verbose,
 		Color: colorWanted(cmd, stdout), OmitFindings: streamOut, OmitRun: streamOut})
 	if err != nil {

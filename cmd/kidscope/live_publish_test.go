@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,7 +42,8 @@ func TestLivePublish(t *testing.T) {
 		violatingClient(t, fport)
 		waitFor(t, stderr, "header-id-changed", 2) // the capture goes on whatever Kafka does
 		_ = cmd.Process.Signal(syscall.SIGINT)
-		_, _ = io.Copy(io.Discard, stdout)
+		var liveOut strings.Builder
+		_, _ = io.Copy(&liveOut, stdout)
 		_ = cmd.Wait()
 		line := stderr.String()
 		if target == away {
@@ -59,6 +61,14 @@ func TestLivePublish(t *testing.T) {
 		}
 		if n := strings.Count(strings.Join(reportFindings(t, out), "\n"), "header-id-changed "); n != 2 {
 			t.Errorf("the fleet has %d header-id-changed findings, want 2: %s", n, out)
+		}
+		// live's findings have the IDs the fleet gives them: of the agent
+		// and its run.
+		fromLive, fromFleet := findingIDs(t, liveOut.String(), false), findingIDs(t, out, false)
+		slices.Sort(fromLive)
+		slices.Sort(fromFleet)
+		if !slices.Equal(fromLive, fromFleet) {
+			t.Errorf("live's findings\n  %s\nthe fleet's\n  %s", strings.Join(fromLive, "\n  "), strings.Join(fromFleet, "\n  "))
 		}
 		if !strings.Contains(out, `"host-1"`) {
 			t.Errorf("the fleet's report does not name the agent: %.3000s", out)

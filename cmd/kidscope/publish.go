@@ -180,6 +180,16 @@ func (p *publishFlags) start(source string, files fleet.Files, wait bool) (*flee
 		Version: kidscopeVersion(), Files: files, MaxBuffered: p.buffer, Wait: wait, Client: kopts})
 }
 
+// publishedOrigins are what a publishing run's files stand for in its
+// findings' IDs: its agent and run, so that a finding has the ID that the
+// fleet gives it (nil without --publish).
+func publishedOrigins(pub *fleet.Publisher, files []string) []report.Origin {
+	if pub == nil {
+		return nil
+	}
+	return report.AgentOrigins(pub.Agent(), pub.Run(), files)
+}
+
 // publishTimeout is how long a stopping agent waits for Kafka to take
 // what it buffered.
 const publishTimeout = 10 * time.Second
